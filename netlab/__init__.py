@@ -1,0 +1,13 @@
+"""netlab: a teaching lab on the network side of distributed deep-learning training.
+
+Real torch.distributed ranks (gloo on CPU) move real tensors; an emulated network turns bytes into
+(virtual) time. Start with ``netlab.run(fn, ranks=4, network=netlab.network('10Gbit/s', '5us'))``.
+"""
+from .cluster import Cluster, Interrupted, RankError, RankTimeout, RunResult, run, shutdown
+from .comm import Comm
+from .net import DEVICES, LINKS, Device, Link, Network, device, network
+from .trace import Trace
+
+__version__ = "0.1.0"
+__all__ = ["run", "shutdown", "Cluster", "RankError", "RankTimeout", "Interrupted", "RunResult",
+           "Comm", "Trace", "Network", "Link", "network", "Device", "device", "LINKS", "DEVICES"]

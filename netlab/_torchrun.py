@@ -1,0 +1,40 @@
+"""``netlab.run`` under torchrun: run the rank function here, on the real cluster's process group.
+
+torchrun starts one process per rank and sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; each
+process calls ``netlab.run(fn, ...)`` and gets every rank's result back, as from the local pool.
+The clock is the wall clock unless a network is given to emulate.
+"""
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from .cluster import RunResult
+from .comm import Comm
+from .trace import Trace
+
+_run_ids = iter(range(1, 2**31 - 1))
+
+
+def run_here(fn, args, kwargs, ranks, network, device) -> RunResult:
+    world_size = int(os.environ["WORLD_SIZE"])
+    if ranks is not None and ranks != world_size:
+        raise ValueError(f"ranks: torchrun started {world_size} ranks but {ranks} were asked for")
+    if not dist.is_initialized():
+        backend = os.environ.get("NETLAB_BACKEND", "gloo")
+        dist.init_process_group(backend, timeout=timedelta(seconds=float(os.environ.get("NETLAB_TIMEOUT", "300"))))
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    dist.barrier()                                  # start every rank's clock together
+    started = time.perf_counter()
+    comm = Comm(dist.get_rank(), world_size, network, device, tag=next(_run_ids))
+    value = fn(comm, *args, **kwargs)
+    mine = (value, comm.now(), [e.as_tuple() for e in comm.events],
+            (comm.bytes_sent, comm.bytes_recv, comm.messages_sent, comm.messages_recv))
+    everyone = [None] * world_size
+    dist.all_gather_object(everyone, mine)
+    trace = Trace.from_tuples([e[2] for e in everyone], [e[1] for e in everyone], virtual=network is not None)
+    return RunResult([e[0] for e in everyone], trace, [e[3] for e in everyone], time.perf_counter() - started)

@@ -1,0 +1,81 @@
+"""The loop each rank process runs: join the gloo group once, then run tasks until told to stop.
+
+Kept small and importable because the fork server preloads it (with torch) so that every rank
+starts as a copy-on-write fork with torch already imported.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+from datetime import timedelta
+
+STATUS_BYTES = 160          # per-rank slot in the shared status buffer
+
+
+def _watch_parent(alive) -> None:
+    """Exit at once when the launching process goes away (kernel killed or restarted)."""
+    try:
+        alive.recv_bytes()
+    except (EOFError, OSError):
+        pass
+    os._exit(3)
+
+
+def _status_writer(buffer, rank: int):
+    lo = rank * STATUS_BYTES
+
+    def write(text: str) -> None:
+        data = text.encode()[:STATUS_BYTES - 1]
+        buffer[lo:lo + STATUS_BYTES] = data + b"\0" * (STATUS_BYTES - len(data))
+    return write
+
+
+def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer, timeout_s: float) -> None:
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"         # bind gloo to loopback only
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threading.Thread(target=_watch_parent, args=(alive,), daemon=True).start()
+
+    import cloudpickle
+    import torch
+    import torch.distributed as dist
+
+    from .comm import Comm
+
+    torch.set_num_threads(1)                         # 8 ranks on 2 cores: one thread each
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
+                                world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    except BaseException:
+        conn.send(("failed", traceback.format_exc()))
+        return
+    conn.send(("ready", os.getpid()))
+    status = _status_writer(status_buffer, rank)
+
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        if message is None:
+            break
+        run_id, payload = message
+        try:
+            fn, args, kwargs, network, device = cloudpickle.loads(payload)
+            comm = Comm(rank, world_size, network, device, tag=run_id, status=status)
+            value = fn(comm, *args, **kwargs)
+            reply = (run_id, True, {
+                "value": value, "clock": comm.now(),
+                "events": [e.as_tuple() for e in comm.events],
+                "counters": (comm.bytes_sent, comm.bytes_recv, comm.messages_sent, comm.messages_recv)})
+            data = cloudpickle.dumps(reply)
+        except BaseException as exc:  # noqa: BLE001 -- every failure goes back to the caller
+            data = cloudpickle.dumps((run_id, False, (type(exc).__name__, str(exc), traceback.format_exc())))
+        try:
+            conn.send_bytes(data)
+        except (EOFError, OSError):
+            break
+    try:
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 -- leaving anyway
+        pass

@@ -1,0 +1,298 @@
+"""Real ranks from a notebook: a persistent pool of gloo processes that runs functions on N ranks.
+
+    import netlab
+    res = netlab.run(my_fn, ranks=8, network=netlab.network("10Gbit/s", "5us"))
+    res.values        # what my_fn(comm, ...) returned on each rank
+    res.trace         # every send/recv/compute event, per rank
+
+How it is built, and why (see DESIGN.md, "Facts that shape the work"):
+* Ranks are forked from a fork server that has torch preloaded (0.1-2 s instead of 8-40 s for
+  spawn), each with one torch thread, and stay alive between runs: the second run of the same
+  world size costs only the work itself. Changing N replaces the pool.
+* The rendezvous is a file in a private temporary folder and gloo binds to loopback, so nothing
+  listens beyond 127.0.0.1 and two labs on one machine never meet.
+* Failures are loud and quick: a rank that raises gives ``RankError`` with its traceback as soon as
+  it is reported; a run that does not finish in ``timeout`` seconds gives ``RankTimeout`` naming
+  what each unfinished rank was waiting for; Ctrl-C / Kernel > Interrupt stops the ranks. In each
+  case the pool is torn down (no process is left) and the next run starts a fresh one. Ranks also
+  exit by themselves when the launching process dies.
+* Under torchrun (RANK/WORLD_SIZE set), ``run`` executes the function in this process on the real
+  cluster's process group, with the wall clock, and gathers every rank's result.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import multiprocessing.spawn as mp_spawn
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+
+import cloudpickle
+
+from . import _worker
+from .net.network import Network
+from .net.presets import Device
+from .trace import Trace
+
+MAX_RANKS = int(os.environ.get("NETLAB_MAX_RANKS", "16"))
+DEFAULT_TIMEOUT = 60.0
+
+
+class RankError(RuntimeError):
+    """A rank raised; the message carries the rank and its traceback."""
+
+    def __init__(self, rank: int, exc_type: str, message: str, tb: str):
+        self.rank, self.exc_type, self.remote_message, self.remote_traceback = rank, exc_type, message, tb
+        super().__init__(f"rank {rank} raised {exc_type}: {message}\n\n--- traceback on rank {rank} ---\n{tb}")
+
+
+class RankTimeout(TimeoutError):
+    """A run did not finish in time (a deadlock, or too much work for the timeout)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The caller interrupted a run; the ranks were stopped."""
+
+
+@dataclass
+class RunResult:
+    values: list
+    trace: Trace
+    counters: list          # per rank: (bytes_sent, bytes_recv, messages_sent, messages_recv)
+    wall_s: float           # how long the run took on this machine
+
+    def __getitem__(self, rank):
+        return self.values[rank]
+
+
+def check_ranks(ranks) -> int:
+    if isinstance(ranks, bool) or not isinstance(ranks, int):
+        raise ValueError(f"ranks: must be a whole number from 1 to {MAX_RANKS}, got {ranks!r}")
+    if not 1 <= ranks <= MAX_RANKS:
+        raise ValueError(f"ranks: must be from 1 to {MAX_RANKS}, got {ranks}")
+    return ranks
+
+
+class Cluster:
+    """A pool of `world_size` rank processes in one gloo group, reused across runs."""
+
+    _run_ids = itertools.count(1)
+
+    def __init__(self, world_size: int, pg_timeout: float = DEFAULT_TIMEOUT, start_timeout: float = 120.0):
+        self.world_size = check_ranks(world_size)
+        self.pg_timeout = pg_timeout
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["torch", "torch.distributed", "cloudpickle", "netlab._worker",
+                                    "netlab.comm"])
+        self._dir = tempfile.mkdtemp(prefix="netlab-")          # private (0700): rendezvous file
+        self._status = ctx.Array("c", world_size * _worker.STATUS_BYTES, lock=False)
+        alive_r, self._alive = ctx.Pipe(duplex=False)
+        self._conns, self.procs = [], []
+        try:
+            with _without_main():
+                for rank in range(world_size):
+                    parent, child = ctx.Pipe()
+                    p = ctx.Process(target=_worker.main, name=f"netlab-rank-{rank}", daemon=True,
+                                    args=(rank, world_size, os.path.join(self._dir, "rendezvous"), child,
+                                          alive_r, self._status, pg_timeout))
+                    p.start()
+                    child.close()
+                    self._conns.append(parent)
+                    self.procs.append(p)
+            alive_r.close()
+            self.pids = self._gather_ready(start_timeout)
+        except BaseException:
+            self.close(force=True)
+            raise
+        _live.add(self)
+
+    def _gather_ready(self, timeout: float) -> list[int]:
+        pids = [None] * self.world_size
+        deadline = time.monotonic() + timeout
+        while any(p is None for p in pids):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RankTimeout(f"ranks did not start within {timeout:.0f} s")
+            for conn in mpc.wait([c for c, p in zip(self._conns, pids) if p is None] + self._dead_sentinels(),
+                                 timeout=min(left, 0.5)):
+                self._raise_if_dead()
+                rank = self._conns.index(conn)
+                kind, detail = conn.recv()
+                if kind == "failed":
+                    raise RankError(rank, "StartupError", "could not join the gloo group", detail)
+                pids[rank] = detail
+        return pids
+
+    def _dead_sentinels(self):
+        return [p.sentinel for p in self.procs]
+
+    def _raise_if_dead(self):
+        for rank, p in enumerate(self.procs):
+            if p.exitcode is not None:
+                why = f"killed by {signal.Signals(-p.exitcode).name}" if p.exitcode < 0 else f"exit code {p.exitcode}"
+                raise RankError(rank, "ProcessDied", f"rank process died ({why}); out of memory?", "")
+
+    def status(self) -> list[str]:
+        """What each rank is waiting for right now ('' if it is not blocked in a receive or send)."""
+        raw = bytes(self._status)
+        size = _worker.STATUS_BYTES
+        return [raw[i * size:(i + 1) * size].split(b"\0", 1)[0].decode(errors="replace")
+                for i in range(self.world_size)]
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.procs) and all(p.exitcode is None for p in self.procs)
+
+    def run(self, fn, *args, network: Network | None = None, device: Device | None = None,
+            timeout: float = DEFAULT_TIMEOUT, **kwargs) -> RunResult:
+        """Run ``fn(comm, *args, **kwargs)`` on every rank; return each rank's value and the trace."""
+        if not self.alive:
+            raise RuntimeError("this cluster was closed; use netlab.run or a new Cluster")
+        if not timeout > 0:
+            raise ValueError(f"timeout: must be greater than zero, got {timeout!r}")
+        run_id = next(self._run_ids) % (2**31 - 1)        # also the gloo tag: stale messages never match
+        payload = cloudpickle.dumps((fn, args, kwargs, network, device))
+        started = time.perf_counter()
+        replies = [None] * self.world_size
+        try:
+            for conn in self._conns:
+                conn.send((run_id, payload))
+            deadline = time.monotonic() + timeout
+            while any(r is None for r in replies):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._timeout(timeout, replies)
+                ready = mpc.wait([c for c, r in zip(self._conns, replies) if r is None]
+                                 + self._dead_sentinels(), timeout=min(left, 0.25))
+                for conn in ready:
+                    if conn not in self._conns:
+                        self._raise_if_dead()
+                        continue
+                    rank = self._conns.index(conn)
+                    rid, ok, body = cloudpickle.loads(conn.recv_bytes())
+                    if not ok:
+                        raise RankError(rank, *body)
+                    replies[rank] = body
+        except KeyboardInterrupt:
+            self.close(force=True)
+            raise Interrupted("interrupted: the ranks were stopped; the next run starts a fresh pool") from None
+        except BaseException:
+            self.close(force=True)      # a failed rank may leave its peers blocked: start clean next time
+            raise
+        trace = Trace.from_tuples([r["events"] for r in replies], [r["clock"] for r in replies],
+                                  virtual=network is not None)
+        return RunResult([r["value"] for r in replies], trace, [r["counters"] for r in replies],
+                         time.perf_counter() - started)
+
+    def _timeout(self, timeout, replies):
+        waiting = [f"  rank {r}: {s or 'busy (computing, or inside a torch collective)'}"
+                   for r, (s, rep) in enumerate(zip(self.status(), replies)) if rep is None]
+        raise RankTimeout(f"run did not finish within {timeout:g} s; {len(waiting)} rank(s) still running "
+                          f"(a deadlock? a send without a matching recv?):\n" + "\n".join(waiting))
+
+    def close(self, force: bool = False) -> None:
+        """Stop the ranks: politely when idle, by signal when forced. Leaves no process behind."""
+        _live.discard(self)
+        if not force:
+            for conn in self._conns:
+                try:
+                    conn.send(None)
+                except (OSError, ValueError):
+                    pass
+            for p in self.procs:
+                p.join(timeout=2)
+        for p in self.procs:
+            if p.exitcode is None:
+                p.terminate()
+        for p in self.procs:
+            p.join(timeout=2)
+            if p.exitcode is None:
+                p.kill()
+                p.join(timeout=2)
+        for conn in self._conns:
+            conn.close()
+        if getattr(self, "_alive", None) is not None:
+            self._alive.close()
+            self._alive = None
+        self.procs, self._conns = [], []
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@contextlib.contextmanager
+def _without_main():
+    """Start ranks without re-running the caller's __main__ in them.
+
+    multiprocessing's fork server re-imports the parent's main script in every child (the reason
+    for the ``if __name__ == '__main__'`` idiom). Ranks never need it -- functions travel by
+    cloudpickle -- so a plain script or a notebook can call ``netlab.run`` at top level.
+    """
+    original = mp_spawn.get_preparation_data
+
+    def prepare(name):
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    mp_spawn.get_preparation_data = prepare
+    try:
+        yield
+    finally:
+        mp_spawn.get_preparation_data = original
+
+
+_live: set[Cluster] = set()
+_default: Cluster | None = None
+
+
+@atexit.register
+def _close_all() -> None:
+    for cluster in list(_live):
+        cluster.close(force=True)
+
+
+def under_torchrun() -> bool:
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ
+
+
+def get_cluster(ranks: int) -> Cluster:
+    """The shared pool for `ranks` ranks, started (or replaced) as needed."""
+    global _default
+    check_ranks(ranks)
+    if _default is None or not _default.alive or _default.world_size != ranks:
+        if _default is not None:
+            _default.close(force=not _default.alive)
+        _default = Cluster(ranks)
+    return _default
+
+
+def shutdown() -> None:
+    """Stop the shared pool (it restarts on the next run)."""
+    global _default
+    if _default is not None:
+        _default.close()
+        _default = None
+
+
+def run(fn, *args, ranks: int | None = None, network: Network | None = None, device: Device | None = None,
+        timeout: float = DEFAULT_TIMEOUT, **kwargs) -> RunResult:
+    """Run ``fn(comm, *args, **kwargs)`` on `ranks` real gloo ranks (or on torchrun's ranks)."""
+    if under_torchrun():
+        from ._torchrun import run_here
+        return run_here(fn, args, kwargs, ranks, network, device)
+    if ranks is None:
+        raise ValueError("ranks: how many ranks to run on (1 to %d)" % MAX_RANKS)
+    return get_cluster(ranks).run(fn, *args, network=network, device=device, timeout=timeout, **kwargs)

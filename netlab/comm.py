@@ -1,0 +1,246 @@
+"""What rank code calls to communicate: send/recv/sendrecv and compute, with a clock and a trace.
+
+Tensors really move between processes through torch.distributed (gloo); only the clock is chosen:
+
+* virtual time (a ``Network`` is given): every message carries its sender's start time and size
+  in a small header message ahead of the payload; the sender books its outgoing port and the
+  receiver its incoming port (``netlab.net.port``), each for alpha + n/B, and the receiver's
+  clock moves to max(its clock, the message's end). Compute advances the clock by a modelled
+  duration (FLOPs / (peak * efficiency), or given seconds). Exact and deterministic: the same
+  program gives the same times on any machine, idle or loaded.
+* wall time (no network): the clock is ``time.perf_counter()`` since the run started, used on a
+  real cluster under torchrun or on the machine's own loopback. The same events are recorded.
+
+Every operation appends an event (rank, kind, peer, bytes, start, end, label) to ``comm.events``.
+Size-only messages (``tensor=None, nbytes=n``) move only the header: the timing of a 256 MB
+message without 256 MB of memory, for sweeps; the virtual times are identical to a real payload's.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from .net.network import Network
+from .net.port import Port
+from .net.presets import Device
+
+
+@dataclass
+class Event:
+    rank: int
+    kind: str        # "send" | "recv" | "compute" | "region"
+    peer: int        # the other rank, -1 for compute and regions
+    bytes: int
+    start: float     # seconds of the clock in use (virtual or wall), since the run began
+    end: float
+    label: str = ""
+
+    def as_tuple(self):
+        return (self.rank, self.kind, self.peer, self.bytes, self.start, self.end, self.label)
+
+
+class Request:
+    """A posted send or receive; ``comm.wait(req)`` completes it and moves the clock."""
+
+    def __init__(self, kind: str, peer: int, nbytes: int, handles: list, header=None, end=None, label=""):
+        self.kind, self.peer, self.nbytes, self.handles = kind, peer, nbytes, handles
+        self.header, self.end, self.label, self.done = header, end, label, False
+
+
+def nbytes_of(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+class Comm:
+    """One rank's view: ``rank``, ``world_size``, point-to-point calls, ``compute``, ``now()``."""
+
+    def __init__(self, rank: int, world_size: int, network: Network | None = None,
+                 device: Device | None = None, tag: int = 0, status=None, group=None):
+        self.rank, self.world_size = rank, world_size
+        self.network, self.device, self.tag, self.group = network, device, tag, group
+        self.virtual = network is not None
+        self.events: list[Event] = []
+        self.bytes_sent = self.bytes_recv = self.messages_sent = self.messages_recv = 0
+        self._status = status                     # shared buffer the launcher reads on a timeout
+        self._clock = 0.0
+        self._ports = {}                          # (link class, "out"|"in") -> Port
+        self._labels: list[str] = []
+        self._t0 = time.perf_counter()
+
+    # ---- the clock -------------------------------------------------------------------
+    def now(self) -> float:
+        """Seconds since the run began: virtual time if a network is emulated, else wall time."""
+        return self._clock if self.virtual else time.perf_counter() - self._t0
+
+    def _port(self, cls: str, direction: str) -> Port:
+        return self._ports.setdefault((cls, direction), Port())
+
+    def _event(self, kind, peer, nbytes, start, end, label=None):
+        label = label if label is not None else (self._labels[-1] if self._labels else "")
+        self.events.append(Event(self.rank, kind, peer, int(nbytes), start, end, label))
+
+    def _set_status(self, text: str) -> None:
+        if self._status is not None:
+            self._status(text)
+
+    # ---- point to point --------------------------------------------------------------
+    def _check_peer(self, peer: int, what: str) -> None:
+        if not isinstance(peer, int) or not 0 <= peer < self.world_size or peer == self.rank:
+            raise ValueError(f"{what}: rank {self.rank} cannot talk to rank {peer!r} "
+                             f"(world size {self.world_size})")
+
+    def _size(self, tensor, nbytes) -> int:
+        if tensor is None:
+            if nbytes is None:
+                raise ValueError("nbytes: a size-only message (tensor=None) needs nbytes")
+            if not self.virtual:
+                raise ValueError("tensor: size-only messages need an emulated network (virtual time)")
+            return int(nbytes)
+        if not tensor.is_contiguous():
+            raise ValueError("tensor: must be contiguous (use .contiguous() or a slice of a 1-D tensor)")
+        return nbytes_of(tensor)
+
+    def isend(self, tensor: torch.Tensor | None, dst: int, nbytes: int | None = None) -> Request:
+        """Post a send of `tensor` to rank `dst`; complete it with ``wait``."""
+        self._check_peer(dst, "dst")
+        n = self._size(tensor, nbytes)
+        handles, end = [], None
+        if self.virtual:
+            cls = self.network.link_class(self.rank, dst)
+            duration = self.network.link(self.rank, dst).time(n)
+            start = self._port(cls, "out").reserve(self._clock, duration)
+            end = start + duration
+            self._event("send", dst, n, start, end)
+            header = torch.tensor([start, float(n)], dtype=torch.float64)
+            handles.append(dist.isend(header, dst, group=self.group, tag=self.tag))
+        else:
+            start = self.now()
+        if tensor is not None:
+            handles.append(dist.isend(tensor, dst, group=self.group, tag=self.tag))
+        self.bytes_sent += n
+        self.messages_sent += 1
+        req = Request("send", dst, n, handles, end=end)
+        req.start = start
+        return req
+
+    def irecv(self, tensor: torch.Tensor | None, src: int, nbytes: int | None = None) -> Request:
+        """Post a receive into `tensor` from rank `src`; complete it with ``wait``."""
+        self._check_peer(src, "src")
+        n = self._size(tensor, nbytes)
+        handles, header = [], None
+        if self.virtual:
+            header = torch.empty(2, dtype=torch.float64)
+            handles.append(dist.irecv(header, src, group=self.group, tag=self.tag))
+        if tensor is not None:
+            handles.append(dist.irecv(tensor, src, group=self.group, tag=self.tag))
+        req = Request("recv", src, n, handles, header=header)
+        req.start = self.now()
+        return req
+
+    def wait(self, *requests: Request) -> None:
+        """Complete requests in the order given; the clock moves to the latest completion."""
+        for req in requests:
+            if req.done:
+                continue
+            what = f"{req.kind} {'to' if req.kind == 'send' else 'from'} rank {req.peer} ({req.nbytes} B)"
+            self._set_status(f"waiting in {what} at t={self.now():.6g}s")
+            if self.virtual and req.kind == "recv":
+                req.handles[0].wait()
+                start, sent = float(req.header[0]), int(req.header[1])
+                if sent != req.nbytes:
+                    raise RuntimeError(f"rank {self.rank}: recv from rank {req.peer} expected {req.nbytes} bytes "
+                                       f"but rank {req.peer} sent {sent} bytes")
+                cls = self.network.link_class(req.peer, self.rank)
+                duration = self.network.link(req.peer, self.rank).time(sent)
+                begin = self._port(cls, "in").reserve(start, duration)
+                req.end = begin + duration
+                for h in req.handles[1:]:
+                    h.wait()
+                self._event("recv", req.peer, sent, begin, req.end)
+            else:
+                for h in req.handles:
+                    h.wait()
+                if not self.virtual:
+                    req.end = self.now()
+                    self._event(req.kind, req.peer, req.nbytes, req.start, req.end)
+            if self.virtual:
+                self._clock = max(self._clock, req.end)
+            if req.kind == "recv":
+                self.bytes_recv += req.nbytes
+                self.messages_recv += 1
+            req.done = True
+        self._set_status("")
+
+    def send(self, tensor, dst, nbytes=None) -> None:
+        self.wait(self.isend(tensor, dst, nbytes))
+
+    def recv(self, tensor, src, nbytes=None) -> None:
+        self.wait(self.irecv(tensor, src, nbytes))
+
+    def sendrecv(self, send_tensor, dst, recv_tensor, src, send_nbytes=None, recv_nbytes=None) -> None:
+        """Send to `dst` and receive from `src` at once (a ring step); deadlock-free in a cycle."""
+        s = self.isend(send_tensor, dst, send_nbytes)
+        r = self.irecv(recv_tensor, src, recv_nbytes)
+        self.wait(s, r)
+
+    # ---- computation ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def compute(self, seconds: float | None = None, flops: float | None = None, label: str = "compute"):
+        """``with comm.compute(flops=F): loss.backward()`` -- the body runs for real either way.
+
+        Virtual time: the clock advances by the modelled duration (``seconds``, or ``flops`` over the
+        device's peak times efficiency); the body's wall time does not count.
+        Wall time: the measured duration counts; given ``seconds``, the rank sleeps out the rest.
+        """
+        modelled = self._modelled(seconds, flops)
+        start = self.now()
+        yield
+        if self.virtual:
+            self._clock += modelled
+        elif modelled is not None:
+            spare = modelled - (self.now() - start)
+            if spare > 0:
+                time.sleep(spare)
+        self._event("compute", -1, 0, start, self.now(), label)
+
+    def compute_for(self, seconds: float | None = None, flops: float | None = None, label: str = "compute"):
+        """A compute phase with no body: advance the clock (or sleep) by a modelled duration."""
+        with self.compute(seconds, flops, label):
+            pass
+
+    def _modelled(self, seconds, flops):
+        if seconds is not None and flops is not None:
+            raise ValueError("compute: give seconds or flops, not both")
+        if seconds is not None:
+            if not seconds >= 0:
+                raise ValueError(f"seconds: must be zero or more, got {seconds!r}")
+            return float(seconds)
+        if flops is not None:
+            if self.device is None:
+                raise ValueError("flops: no device is set to turn FLOPs into time (pass device=...)")
+            return self.device.seconds(flops)
+        if self.virtual:
+            raise ValueError("compute: under virtual time give seconds or flops (the body's wall time is not used)")
+        return None
+
+    def reduce_cost(self, nbytes: int) -> None:
+        """Charge the reduction arithmetic of `nbytes` (gamma * n) to the clock; free unless gamma > 0."""
+        if self.virtual and self.network.gamma:
+            start = self._clock
+            self._clock += self.network.gamma * nbytes
+            self._event("compute", -1, 0, start, self._clock, "reduce")
+
+    @contextlib.contextmanager
+    def region(self, label: str):
+        """Name a phase (``with comm.region('allreduce'):``); events inside carry the label."""
+        start = self.now()
+        self._labels.append(label)
+        try:
+            yield
+        finally:
+            self._labels.pop()
+            self._event("region", -1, 0, start, self.now(), label)

@@ -1,0 +1,5 @@
+"""The network model: links, presets, ports (and, in later chapters, topologies)."""
+from .network import Link, Network, network
+from .presets import DEVICES, LINKS, Device, device
+
+__all__ = ["Link", "Network", "network", "Device", "device", "LINKS", "DEVICES"]

@@ -1,0 +1,111 @@
+"""The emulated network that real ranks run on: links with a latency and a bandwidth.
+
+Model (DESIGN.md, "Time"). Each rank has its own full-duplex port on every link class it uses:
+a NIC for traffic between hosts and, when ranks are grouped on hosts, an intra-host port
+(NVLink- or PCIe-like) for traffic inside a host. A message of n bytes between ranks a and b on a
+link with latency alpha and bandwidth B holds a's outgoing port and b's incoming port for
+``alpha + n / B`` seconds (the Hockney cost of one message). A port carries one message at a time
+in each direction, so messages that share a port share its bandwidth: k senders into one
+receiver finish after k * (alpha + n/B).
+
+Left out on purpose: the fabric between the ports (switches, oversubscribed spines, ECMP), which
+is the flow simulator's job (``netlab.sim``), and backpressure (a sender does not see that the
+receiver's port is busy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..units import fmt_bandwidth, fmt_time, parse_bandwidth, parse_time
+from .presets import LINKS
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link class: per-direction bandwidth in bytes/s, one-way latency (alpha) in seconds."""
+    bandwidth: float
+    latency: float = 0.0
+    name: str = ""
+
+    def __post_init__(self):
+        if not self.bandwidth > 0:
+            raise ValueError(f"bandwidth: must be greater than zero, got {self.bandwidth!r}")
+        if not self.latency >= 0:
+            raise ValueError(f"latency: must be zero or more, got {self.latency!r}")
+
+    @classmethod
+    def of(cls, bandwidth=None, latency=None, preset: str | None = None) -> "Link":
+        """Build a link from human units and/or a preset; explicit values override the preset."""
+        name = ""
+        if preset is not None:
+            if preset not in LINKS:
+                raise ValueError(f"preset: unknown link preset {preset!r}; choose one of {', '.join(LINKS)}")
+            bw, lat, _ = LINKS[preset]
+            bandwidth = bw if bandwidth is None else bandwidth
+            latency = lat if latency is None else latency
+            name = preset
+        if bandwidth is None:
+            raise ValueError("bandwidth: required (e.g. '10Gbit/s') unless a preset is given")
+        return cls(parse_bandwidth(bandwidth, "bandwidth"),
+                   parse_time(latency if latency is not None else 0, "latency"), name)
+
+    def time(self, nbytes: float) -> float:
+        """Seconds one message of nbytes holds a port: alpha + n / B."""
+        return self.latency + nbytes / self.bandwidth
+
+    def describe(self) -> str:
+        label = f"{self.name}: " if self.name else ""
+        return f"{label}{fmt_bandwidth(self.bandwidth)}, latency {fmt_time(self.latency)}"
+
+
+@dataclass(frozen=True)
+class Network:
+    """Ranks on hosts: rank r lives on host r // ranks_per_host.
+
+    nic:   the link between hosts (each rank has its own NIC port, rail style).
+    intra: the link between ranks on one host; required when ranks_per_host > 1.
+    gamma: seconds per byte of reduction arithmetic (the gamma of alpha-beta-gamma); 0 by default.
+    """
+    nic: Link
+    ranks_per_host: int = 1
+    intra: Link | None = None
+    gamma: float = 0.0
+
+    def __post_init__(self):
+        if not isinstance(self.ranks_per_host, int) or self.ranks_per_host < 1:
+            raise ValueError(f"ranks_per_host: must be a whole number >= 1, got {self.ranks_per_host!r}")
+        if self.ranks_per_host > 1 and self.intra is None:
+            raise ValueError("intra: an intra-host link is required when ranks_per_host > 1")
+        if not self.gamma >= 0:
+            raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
+
+    def host(self, rank: int) -> int:
+        return rank // self.ranks_per_host
+
+    def link_class(self, a: int, b: int) -> str:
+        """'intra' for two ranks on one host, 'nic' otherwise."""
+        return "intra" if self.ranks_per_host > 1 and self.host(a) == self.host(b) else "nic"
+
+    def link(self, a: int, b: int) -> Link:
+        return self.intra if self.link_class(a, b) == "intra" else self.nic
+
+    def describe(self) -> str:
+        text = f"NIC {self.nic.describe()}"
+        if self.ranks_per_host > 1:
+            text += f"; {self.ranks_per_host} ranks per host over {self.intra.describe()}"
+        if self.gamma:
+            text += f"; reduction {self.gamma * 1e9:g} ns/byte"
+        return text + " (GB = 1e9 B, Gbit/s = 1e9 bit/s)"
+
+
+def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_per_host: int = 1,
+            intra_bandwidth=None, intra_latency=None, intra_preset: str | None = None,
+            gamma: float = 0.0) -> Network:
+    """Network from human units: ``network('10Gbit/s', '5us')`` or ``network(preset='100GbE')``."""
+    nic = Link.of(bandwidth, latency, preset)
+    intra = None
+    if ranks_per_host > 1 or intra_bandwidth is not None or intra_preset is not None:
+        if intra_bandwidth is None and intra_preset is None:
+            intra_preset = "NVLink3"
+        intra = Link.of(intra_bandwidth, intra_latency, intra_preset)
+    return Network(nic, ranks_per_host, intra, gamma)
