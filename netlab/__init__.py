@@ -7,6 +7,7 @@ from .cluster import Cluster, Interrupted, RankError, RankTimeout, RunResult, ru
 from .comm import Comm
 from .net import DEVICES, LINKS, Device, Link, Network, device, network
 from .trace import Trace
+from . import check  # noqa: E402  (exercise checks: netlab.check.step_time, ...)
 
 __version__ = "0.1.0"
 __all__ = ["run", "shutdown", "Cluster", "RankError", "RankTimeout", "Interrupted", "RunResult",

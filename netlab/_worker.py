@@ -6,6 +6,7 @@ starts as a copy-on-write fork with torch already imported.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import traceback
 from datetime import timedelta
@@ -32,6 +33,8 @@ def _status_writer(buffer, rank: int):
 
 
 def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer, timeout_s: float) -> None:
+    # Kernel > Interrupt signals the kernel's whole process group; the launcher decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"         # bind gloo to loopback only
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     threading.Thread(target=_watch_parent, args=(alive,), daemon=True).start()
@@ -52,6 +55,7 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
     conn.send(("ready", os.getpid()))
     status = _status_writer(status_buffer, rank)
 
+    groups = {world_size: None}                      # ranks 0..n-1 -> process group (None: all)
     while True:
         try:
             message = conn.recv()
@@ -59,10 +63,18 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
             break
         if message is None:
             break
-        run_id, payload = message
+        if message[0] == "group":                    # every rank joins, members or not
+            n = message[1]
+            try:
+                groups[n] = dist.new_group(list(range(n)), timeout=timedelta(seconds=timeout_s))
+                conn.send(("group", True, None))
+            except BaseException:  # noqa: BLE001
+                conn.send(("group", False, traceback.format_exc()))
+            continue
+        _, run_id, n, payload = message
         try:
             fn, args, kwargs, network, device = cloudpickle.loads(payload)
-            comm = Comm(rank, world_size, network, device, tag=run_id, status=status)
+            comm = Comm(rank, n, network, device, tag=run_id, status=status, group=groups[n])
             value = fn(comm, *args, **kwargs)
             reply = (run_id, True, {
                 "value": value, "clock": comm.now(),

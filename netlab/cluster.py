@@ -8,7 +8,8 @@
 How it is built, and why (see DESIGN.md, "Facts that shape the work"):
 * Ranks are forked from a fork server that has torch preloaded (0.1-2 s instead of 8-40 s for
   spawn), each with one torch thread, and stay alive between runs: the second run of the same
-  world size costs only the work itself. Changing N replaces the pool.
+  world size costs only the work itself. A smaller N runs on a gloo subgroup of the pool; a larger N
+  replaces the pool with a larger one.
 * The rendezvous is a file in a private temporary folder and gloo binds to loopback, so nothing
   listens beyond 127.0.0.1 and two labs on one machine never meet.
 * Failures are loud and quick: a rank that raises gives ``RankError`` with its traceback as soon as
@@ -89,12 +90,12 @@ class Cluster:
         self.world_size = check_ranks(world_size)
         self.pg_timeout = pg_timeout
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["torch", "torch.distributed", "cloudpickle", "netlab._worker",
-                                    "netlab.comm"])
+        ctx.set_forkserver_preload(["netlab._preload"])
         self._dir = tempfile.mkdtemp(prefix="netlab-")          # private (0700): rendezvous file
         self._status = ctx.Array("c", world_size * _worker.STATUS_BYTES, lock=False)
         alive_r, self._alive = ctx.Pipe(duplex=False)
         self._conns, self.procs = [], []
+        self._groups = {world_size}
         try:
             with _without_main():
                 for rank in range(world_size):
@@ -150,36 +151,24 @@ class Cluster:
     def alive(self) -> bool:
         return bool(self.procs) and all(p.exitcode is None for p in self.procs)
 
-    def run(self, fn, *args, network: Network | None = None, device: Device | None = None,
-            timeout: float = DEFAULT_TIMEOUT, **kwargs) -> RunResult:
-        """Run ``fn(comm, *args, **kwargs)`` on every rank; return each rank's value and the trace."""
+    def run(self, fn, *args, ranks: int | None = None, network: Network | None = None,
+            device: Device | None = None, timeout: float = DEFAULT_TIMEOUT, **kwargs) -> RunResult:
+        """Run ``fn(comm, *args, **kwargs)`` on ranks 0..ranks-1 (default: all); gather values and trace."""
         if not self.alive:
             raise RuntimeError("this cluster was closed; use netlab.run or a new Cluster")
+        n = self.world_size if ranks is None else check_ranks(ranks)
+        if n > self.world_size:
+            raise ValueError(f"ranks: this pool has {self.world_size} ranks, {n} were asked for")
         if not timeout > 0:
             raise ValueError(f"timeout: must be greater than zero, got {timeout!r}")
         run_id = next(self._run_ids) % (2**31 - 1)        # also the gloo tag: stale messages never match
         payload = cloudpickle.dumps((fn, args, kwargs, network, device))
         started = time.perf_counter()
-        replies = [None] * self.world_size
         try:
-            for conn in self._conns:
-                conn.send((run_id, payload))
-            deadline = time.monotonic() + timeout
-            while any(r is None for r in replies):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    self._timeout(timeout, replies)
-                ready = mpc.wait([c for c, r in zip(self._conns, replies) if r is None]
-                                 + self._dead_sentinels(), timeout=min(left, 0.25))
-                for conn in ready:
-                    if conn not in self._conns:
-                        self._raise_if_dead()
-                        continue
-                    rank = self._conns.index(conn)
-                    rid, ok, body = cloudpickle.loads(conn.recv_bytes())
-                    if not ok:
-                        raise RankError(rank, *body)
-                    replies[rank] = body
+            if n not in self._groups:                      # a smaller world: a subgroup of the pool
+                self._collect(self._conns, [("group", n)] * self.world_size, timeout, raw=False)
+                self._groups.add(n)
+            replies = self._collect(self._conns[:n], [("run", run_id, n, payload)] * n, timeout, raw=True)
         except KeyboardInterrupt:
             self.close(force=True)
             raise Interrupted("interrupted: the ranks were stopped; the next run starts a fresh pool") from None
@@ -190,6 +179,29 @@ class Cluster:
                                   virtual=network is not None)
         return RunResult([r["value"] for r in replies], trace, [r["counters"] for r in replies],
                          time.perf_counter() - started)
+
+    def _collect(self, conns, messages, timeout: float, raw: bool) -> list:
+        """Send one message to each rank, then wait for every reply, a failure, a death or the deadline."""
+        for conn, message in zip(conns, messages):
+            conn.send(message)
+        replies = [None] * len(conns)
+        deadline = time.monotonic() + timeout
+        while any(r is None for r in replies):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._timeout(timeout, replies)
+            ready = mpc.wait([c for c, r in zip(conns, replies) if r is None] + self._dead_sentinels(),
+                             timeout=min(left, 0.25))
+            for conn in ready:
+                if conn not in conns:
+                    self._raise_if_dead()
+                    continue
+                rank = conns.index(conn)
+                _, ok, body = cloudpickle.loads(conn.recv_bytes()) if raw else conn.recv()
+                if not ok:
+                    raise RankError(rank, *body) if raw else RankError(rank, "GroupError", "could not form the group", body)
+                replies[rank] = body if raw else True
+        return replies
 
     def _timeout(self, timeout, replies):
         waiting = [f"  rank {r}: {s or 'busy (computing, or inside a torch collective)'}"
@@ -264,15 +276,40 @@ def _close_all() -> None:
         cluster.close(force=True)
 
 
+def memory_limit() -> int:
+    """Bytes this process may use: the cgroup limit (Binder: 2 GB) or the machine's memory."""
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            return int(text)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run") -> None:
+    """Refuse, with a clear error, a run whose ranks would not fit in memory (rather than be OOM-killed)."""
+    need = ranks * per_rank_bytes + 600e6                     # + the kernel and the fork server
+    limit = memory_limit()
+    if need > 0.9 * limit:
+        raise MemoryError(f"{what} needs about {need / 1e9:.1f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB) "
+                          f"but this machine allows {limit / 1e9:.1f} GB: use fewer ranks or a smaller size")
+
+
 def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ
 
 
 def get_cluster(ranks: int) -> Cluster:
-    """The shared pool for `ranks` ranks, started (or replaced) as needed."""
+    """A shared pool with at least `ranks` ranks, started (or replaced by a larger one) as needed.
+
+    Smaller worlds run on the first ranks of the pool through a gloo subgroup, so moving a
+    "nodes" slider down and up again costs no restart.
+    """
     global _default
     check_ranks(ranks)
-    if _default is None or not _default.alive or _default.world_size != ranks:
+    if _default is None or not _default.alive or _default.world_size < ranks:
         if _default is not None:
             _default.close(force=not _default.alive)
         _default = Cluster(ranks)
@@ -295,4 +332,5 @@ def run(fn, *args, ranks: int | None = None, network: Network | None = None, dev
         return run_here(fn, args, kwargs, ranks, network, device)
     if ranks is None:
         raise ValueError("ranks: how many ranks to run on (1 to %d)" % MAX_RANKS)
-    return get_cluster(ranks).run(fn, *args, network=network, device=device, timeout=timeout, **kwargs)
+    return get_cluster(ranks).run(fn, *args, ranks=ranks, network=network, device=device, timeout=timeout,
+                                  **kwargs)

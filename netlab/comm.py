@@ -97,7 +97,7 @@ class Comm:
         if tensor is None:
             if nbytes is None:
                 raise ValueError("nbytes: a size-only message (tensor=None) needs nbytes")
-            if not self.virtual:
+            if not self.virtual and nbytes:
                 raise ValueError("tensor: size-only messages need an emulated network (virtual time)")
             return int(nbytes)
         if not tensor.is_contiguous():
@@ -108,6 +108,8 @@ class Comm:
         """Post a send of `tensor` to rank `dst`; complete it with ``wait``."""
         self._check_peer(dst, "dst")
         n = self._size(tensor, nbytes)
+        if tensor is not None and n == 0:
+            tensor = None                        # an empty message: header only (it still costs alpha)
         handles, end = [], None
         if self.virtual:
             cls = self.network.link_class(self.rank, dst)
@@ -131,6 +133,8 @@ class Comm:
         """Post a receive into `tensor` from rank `src`; complete it with ``wait``."""
         self._check_peer(src, "src")
         n = self._size(tensor, nbytes)
+        if tensor is not None and n == 0:
+            tensor = None
         handles, header = [], None
         if self.virtual:
             header = torch.empty(2, dtype=torch.float64)

@@ -1,0 +1,39 @@
+"""``python -m netlab <command>``: the command-line twins of the chapters' widgets.
+
+Each command lives in its own module with ``add_parser(subparsers)`` and ``main(args)``. Bad input
+gets one line naming the parameter and exit status 2, as argparse does for its own errors.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+COMMANDS = {
+    "step": "one data-parallel training step: compute, communication and total time (chapter 1)",
+}
+
+
+def emit(obj, as_json: bool, text: str) -> None:
+    """Print on one rank only (rank 0 under torchrun): JSON for machines, or the text table."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    print(json.dumps(obj, indent=2) if as_json else text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="netlab", description="netlab: the network side of distributed training. "
+                                     "Units: GB = 1e9 bytes, Gbit/s = 1e9 bit/s.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    modules = {}
+    for name, help_text in COMMANDS.items():
+        modules[name] = importlib.import_module(f"netlab.cli.{name}")
+        modules[name].add_parser(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    try:
+        return modules[args.command].main(args) or 0
+    except ValueError as exc:                         # our parsers name the parameter in the message
+        print(f"netlab {args.command}: error: {exc}", file=sys.stderr)
+        return 2

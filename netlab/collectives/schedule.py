@@ -1,0 +1,90 @@
+"""One definition of each algorithm: a schedule of steps, run by real ranks and by the simulator.
+
+A collective algorithm is written once, as a generator of ``Step``s over all ranks. A step is a
+set of transfers that may happen at once; transfer i moves elements
+``[offset[i], offset[i] + length[i])`` of the flat buffer from rank ``src[i]`` to rank ``dst[i]``,
+which adds them into its own copy of that range (``reduce``) or overwrites it. Every algorithm
+here keeps each element at the same position on every rank, so one range describes both ends.
+
+* Real ranks (``execute``): each rank takes the transfers it is part of, posts its sends and
+  receives through ``comm`` (real tensors, the emulated network's clock), waits, then reduces or
+  copies. A rank that has nothing to do in a step does not wait for it.
+* The simulator (``netlab.sim``) consumes the same steps as arrays, at thousands of ranks.
+
+Arrays, not per-rank Python objects: a ring on 1,024 ranks is 2,046 steps of 1,024 transfers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Step:
+    src: np.ndarray       # (m,) sending rank of each transfer
+    dst: np.ndarray       # (m,) receiving rank
+    offset: np.ndarray    # (m,) first element of the range
+    length: np.ndarray    # (m,) elements in the range
+    reduce: bool          # True: receiver adds the range into its own; False: receiver copies it
+
+    def __post_init__(self):
+        m = max(np.size(self.src), np.size(self.dst), np.size(self.offset), np.size(self.length))
+        self.src, self.dst, self.offset, self.length = (
+            np.broadcast_to(np.asarray(a, dtype=np.int64), (m,)) for a in (self.src, self.dst, self.offset, self.length))
+
+
+def chunk_bounds(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split `count` elements into `parts` contiguous chunks, the first ``count % parts`` one longer.
+
+    Returns (offsets, lengths), each of shape (parts,); chunks may be empty when count < parts.
+    """
+    lengths = np.full(parts, count // parts, dtype=np.int64)
+    lengths[: count % parts] += 1
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    return offsets, lengths
+
+
+def span(offsets: np.ndarray, lengths: np.ndarray, first, last):
+    """Offset and length of chunks first..last-1 taken together (arrays allowed): a contiguous range."""
+    first, last = np.asarray(first), np.asarray(last)
+    start = offsets[first]
+    end = np.where(last > first, offsets[np.maximum(last - 1, 0)] + lengths[np.maximum(last - 1, 0)], start)
+    return start, end - start
+
+
+def execute(comm, buf: torch.Tensor | None, steps, count: int | None = None, element_size: int | None = None) -> None:
+    """Run a schedule on this rank. `buf` is the flat tensor, changed in place.
+
+    With ``buf=None`` the run is size-only (virtual time only): messages carry just their size
+    (``count`` elements of ``element_size`` bytes in all), for timing sweeps that would not fit in
+    memory; the times are identical to a real payload's.
+    """
+    rank = comm.rank
+    if buf is not None:
+        if buf.dim() != 1 or not buf.is_contiguous():
+            raise ValueError("buf: collectives work on a flat contiguous tensor (use tensor.view(-1))")
+        element_size = buf.element_size()
+    for step in steps:
+        outgoing = np.flatnonzero(step.src == rank)
+        incoming = np.flatnonzero(step.dst == rank)
+        if outgoing.size == 0 and incoming.size == 0:
+            continue                                   # not part of this step: do not wait for it
+        sends, recvs = [], []
+        for i in outgoing:
+            o, n = int(step.offset[i]), int(step.length[i])
+            sends.append(comm.isend(None if buf is None else buf[o:o + n], int(step.dst[i]),
+                                    nbytes=n * element_size))
+        for i in incoming:
+            o, n = int(step.offset[i]), int(step.length[i])
+            tmp = None if buf is None else torch.empty(n, dtype=buf.dtype)
+            recvs.append((o, n, tmp, comm.irecv(tmp, int(step.src[i]), nbytes=n * element_size)))
+        comm.wait(*sends, *(r[3] for r in recvs))
+        for o, n, tmp, _ in recvs:
+            if step.reduce:
+                if tmp is not None:
+                    buf[o:o + n] += tmp
+                comm.reduce_cost(n * element_size)
+            elif tmp is not None:
+                buf[o:o + n].copy_(tmp)

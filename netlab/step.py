@@ -1,0 +1,81 @@
+"""Chapter 1's experiment: one data-parallel step on real ranks, and how it scales with nodes.
+
+``measure_step`` is what the chapter's widgets and ``python -m netlab step`` both call: it runs
+``train.step`` on N real ranks over an emulated network (or the wall clock) and reports the step's
+compute, communication and total time, the loss, and the per-rank trace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import cluster, collectives, train
+from .net.network import Network, network as make_network
+from .net.presets import Device, device as make_device
+from .trace import Trace
+
+
+@dataclass
+class StepResult:
+    ranks: int
+    compute_s: float            # forward + backward + optimizer, slowest rank
+    comm_s: float               # gradient all-reduce, slowest rank
+    total_s: float              # the step: when the slowest rank finished
+    loss: float                 # global-batch mean loss before the update
+    grad_bytes: int             # fp32 gradient bytes per rank
+    clock: str                  # "virtual" or "wall"
+    trace: Trace = field(repr=False)
+    setup: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"ranks": self.ranks, "compute_s": self.compute_s, "comm_s": self.comm_s,
+                "total_s": self.total_s, "loss": self.loss, "grad_bytes": self.grad_bytes,
+                "clock": self.clock, **self.setup}
+
+
+def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: str | None = None,
+                 width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring",
+                 device: str | Device = "cpu-core", efficiency: float = 0.5, emulate: bool = True,
+                 timeout: float = 120.0) -> StepResult:
+    """One training step on `ranks` real ranks; virtual time unless ``emulate=False``."""
+    cluster.check_ranks(ranks)
+    train.check_model(width, layers)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch: must be a whole number >= 1, got {batch!r}")
+    collectives.schedule("allreduce", algo, 2, 1)          # unknown algorithm: fail here, not on a rank
+    if not cluster.under_torchrun():
+        cluster.check_memory(ranks, 60e6 + 5 * train.grad_bytes(width, layers), "this step")
+    net: Network | None = make_network(bandwidth, latency, preset) if emulate else None
+    dev = device if isinstance(device, Device) else make_device(device, efficiency)
+    res = cluster.run(train.step, ranks=ranks, network=net, device=dev, timeout=timeout,
+                      width=width, layers=layers, batch=batch, algo=algo)
+    tr = res.trace
+    compute = max(sum(e.end - e.start for e in tr.of(r, "compute")) for r in range(ranks))
+    setup = {"algo": algo, "width": width, "layers": layers, "batch_per_rank": batch,
+             "device": dev.name, "efficiency": dev.efficiency,
+             "network": net.describe() if net else "none (wall clock, loopback)"}
+    if net is not None:
+        setup.update(bandwidth_Bps=net.nic.bandwidth, latency_s=net.nic.latency)
+    return StepResult(ranks, compute, max(v["comm_s"] for v in res.values), tr.makespan,
+                      sum(v["loss"] for v in res.values), res.values[0]["grad_bytes"],
+                      "virtual" if net else "wall", tr, setup)
+
+
+def scaling(ranks_list=(1, 2, 4, 8), bandwidths=("1Gbit/s", "10Gbit/s"), progress: bool = False,
+            **kwargs) -> list[dict]:
+    """Weak scaling (fixed batch per rank): throughput and efficiency for each node count and bandwidth.
+
+    efficiency(p) = throughput(p) / (p * throughput(1)); 1.0 means perfect linear scaling.
+    """
+    from tqdm.auto import tqdm
+    rows = []
+    cluster.get_cluster(max(ranks_list))          # one pool for every point of the sweep
+    jobs = [(bw, p) for bw in bandwidths for p in ranks_list]
+    for bw, p in tqdm(jobs, desc="scaling", disable=not progress):
+        r = measure_step(ranks=p, bandwidth=bw, **kwargs)
+        rows.append({"bandwidth": bw, "ranks": p, "total_s": r.total_s, "compute_s": r.compute_s,
+                     "comm_s": r.comm_s, "samples_per_s": p * r.setup["batch_per_rank"] / r.total_s})
+    for row in rows:
+        base = next(x for x in rows if x["bandwidth"] == row["bandwidth"] and x["ranks"] == min(ranks_list))
+        per_rank_base = base["samples_per_s"] / base["ranks"]
+        row["efficiency"] = row["samples_per_s"] / (row["ranks"] * per_rank_base)
+    return rows
