@@ -117,11 +117,19 @@ def local_step(comm, model, x, y, idx, global_batch: int, flops: int) -> float:
     return loss.item()
 
 
-def sgd_update(comm, model, lr: float) -> None:
-    n = sum(p.numel() for p in model.parameters())
-    with comm.compute(flops=2 * n, label="optimizer"), torch.no_grad():
-        for p in model.parameters():
-            p -= lr * p.grad
+def sgd_update(comm, model, lr: float, momentum: float = 0.0, buffers: list | None = None) -> None:
+    """SGD (with heavy-ball momentum when `buffers` is a list to keep the velocities in)."""
+    params = list(model.parameters())
+    n = sum(p.numel() for p in params)
+    with comm.compute(flops=(4 if momentum else 2) * n, label="optimizer"), torch.no_grad():
+        if momentum and buffers is not None and not buffers:
+            buffers.extend(torch.zeros_like(p) for p in params)
+        for i, p in enumerate(params):
+            if momentum and buffers is not None:
+                buffers[i].mul_(momentum).add_(p.grad)
+                p -= lr * buffers[i]
+            else:
+                p -= lr * p.grad
 
 
 def accuracy(model, x, y) -> float:
@@ -149,8 +157,10 @@ def step(comm, width: int = 512, layers: int = 2, batch: int = 32, algo: str = "
 
 
 def train(comm, steps: int = 100, width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1,
-          seed: int = 0, sync=None, eval_every: int = 10) -> dict:
-    """Train for `steps` steps; history of (step, clock, loss, test accuracy) as seen by this rank.
+          momentum: float = 0.9, seed: int = 0, sync=None, eval_every: int = 10) -> dict:
+    """Train for `steps` steps with momentum SGD; history of (step, clock, loss share, test accuracy).
+
+    `loss` is this rank's share of the global-batch loss: summed over ranks it is the global loss.
 
     `sync(comm, flat_grad, step) -> flat_grad` sums gradients across ranks (default: ring all-reduce).
     Evaluation is not charged to the clock: it is not part of training.
@@ -161,12 +171,13 @@ def train(comm, steps: int = 100, width: int = 128, layers: int = 2, batch: int 
     xt, yt = data.load("test")
     flops = step_flops(width, layers, batch)
     history = {"step": [], "time_s": [], "loss": [], "accuracy": []}
+    velocities: list = []
     for s in range(steps):
         idx = batch_indices(s, comm.rank, comm.world_size, batch, len(y), seed)
         loss = local_step(comm, model, x, y, idx, comm.world_size * batch, flops)
         flat = sync(comm, flat_grad(model), s)
         set_flat_grad(model, flat)
-        sgd_update(comm, model, lr)
+        sgd_update(comm, model, lr, momentum, velocities)
         if (s + 1) % eval_every == 0 or s == steps - 1:
             history["step"].append(s + 1)
             history["time_s"].append(comm.now())

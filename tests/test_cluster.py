@@ -1,0 +1,167 @@
+"""Real ranks: results back, a warm pool, clear errors, no process left behind, loopback only."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+import torch
+
+import netlab
+from netlab import cluster
+from conftest import pool_pids, running, wait_gone
+
+
+def who_am_i(comm, offset):
+    return comm.rank + offset, comm.world_size
+
+
+def test_results_from_every_rank():
+    res = netlab.run(who_am_i, 100, ranks=3)
+    assert res.values == [(100, 3), (101, 3), (102, 3)]
+
+
+@pytest.mark.parametrize("n", [1, 16])
+def test_world_sizes_one_to_sixteen(n):
+    res = netlab.run(who_am_i, 0, ranks=n)
+    assert res.values == [(r, n) for r in range(n)]
+
+
+def test_pool_is_reused_and_smaller_worlds_need_no_restart():
+    netlab.run(who_am_i, 0, ranks=4)
+    pids = pool_pids()
+    netlab.run(who_am_i, 0, ranks=4)
+    assert pool_pids() == pids                       # warm: the same processes
+    res = netlab.run(who_am_i, 0, ranks=2)            # smaller: a subgroup of the same pool
+    assert res.values == [(0, 2), (1, 2)] and pool_pids()[:4] == pids[:4]
+
+
+def test_function_defined_in_a_cell_runs_on_ranks():
+    exec_globals = {"__name__": "__main__"}
+    exec("def cell_fn(comm):\n    return comm.rank * 10\n", exec_globals)
+    assert netlab.run(exec_globals["cell_fn"], ranks=2).values == [0, 10]
+    assert netlab.run(lambda comm: comm.world_size, ranks=2).values == [2, 2]
+
+
+def raise_on_rank_2(comm):
+    if comm.rank == 2:
+        raise ValueError("a deliberate bug")
+    t = torch.zeros(4)
+    comm.recv(t, 2)                                  # the others would wait for rank 2 forever
+
+
+def test_a_rank_that_raises_names_the_rank_and_leaves_no_process():
+    netlab.run(who_am_i, 0, ranks=4)
+    pids = pool_pids()
+    start = time.monotonic()
+    with pytest.raises(netlab.RankError) as info:
+        netlab.run(raise_on_rank_2, ranks=4)
+    assert time.monotonic() - start < 5
+    assert info.value.rank == 2 and "rank 2 raised ValueError: a deliberate bug" in str(info.value)
+    assert "raise_on_rank_2" in str(info.value)      # the rank's traceback
+    assert wait_gone(pids) == []
+    assert netlab.run(who_am_i, 0, ranks=4).values[3] == (3, 4)   # and the next run works
+
+
+def deadlock(comm):
+    t = torch.zeros(1)
+    comm.recv(t, (comm.rank + 1) % comm.world_size)  # everyone receives, nobody sends
+
+
+def test_a_hang_times_out_with_what_each_rank_waits_for():
+    netlab.run(who_am_i, 0, ranks=3)
+    pids = pool_pids()
+    start = time.monotonic()
+    with pytest.raises(netlab.RankTimeout) as info:
+        netlab.run(deadlock, ranks=3, timeout=2, network=netlab.network("1Gbit/s", "5us"))
+    assert 2 <= time.monotonic() - start < 6
+    assert "rank 0: waiting in recv from rank 1" in str(info.value)
+    assert wait_gone(pids) == []
+    assert netlab.run(who_am_i, 0, ranks=3).values[0] == (0, 3)
+
+
+def sleeps(comm):
+    time.sleep(600)
+
+
+def test_ctrl_c_stops_the_ranks_and_the_next_run_works():
+    netlab.run(who_am_i, 0, ranks=3)
+    pids = pool_pids()
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(netlab.Interrupted):
+        netlab.run(sleeps, ranks=3, timeout=300)
+    assert wait_gone(pids) == []
+    assert netlab.run(who_am_i, 0, ranks=3).values[2] == (2, 3)
+
+
+def test_bad_arguments():
+    for bad in (0, 17, -1, 2.5, "4", True):
+        with pytest.raises(ValueError, match="^ranks:"):
+            netlab.run(who_am_i, 0, ranks=bad)
+    with pytest.raises(ValueError, match="^timeout:"):
+        netlab.run(who_am_i, 0, ranks=2, timeout=0)
+
+
+def test_everything_binds_to_loopback_only():
+    netlab.run(lambda comm: comm.rank, ranks=4)
+    parent = psutil.Process()
+    listening_before = {c.laddr for c in parent.net_connections("inet") if c.status == psutil.CONN_LISTEN}
+    sockets = []
+    for pid in pool_pids():
+        sockets += psutil.Process(pid).net_connections("inet")
+    assert sockets, "gloo ranks should hold TCP connections to each other"
+    assert {c.laddr.ip for c in sockets} <= {"127.0.0.1", "::1"}, sockets
+    assert {c.raddr.ip for c in sockets if c.raddr} <= {"127.0.0.1", "::1"}
+    assert listening_before == set()                  # the rendezvous is a file, not a server
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, torch, netlab
+    from netlab import collectives
+
+    def total(comm):                     # defined at top level of a script: no __main__ guard needed
+        x = torch.full((1000,), float(comm.rank + 1))
+        collectives.allreduce(comm, x)
+        return x[0].item()
+
+    for _ in range(int(sys.argv[1])):
+        assert netlab.run(total, ranks=4, network=netlab.network("1Gbit/s", "5us")).values == [10.0] * 4
+    print("pids", *netlab.cluster._default.pids, flush=True)
+    if sys.argv[2] == "hang":
+        import time; time.sleep(600)
+""")
+
+
+def _script(tmp_path):
+    path = tmp_path / "lab_script.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_two_labs_on_one_machine_do_not_collide(tmp_path):
+    path = _script(tmp_path)
+    procs = [subprocess.Popen([sys.executable, str(path), "30", "exit"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert out.startswith("pids")
+
+
+@pytest.mark.parametrize("ending", ["exit", "kill"])
+def test_no_rank_survives_its_launcher(tmp_path, ending):
+    path = _script(tmp_path)
+    proc = subprocess.Popen([sys.executable, str(path), "1", "hang" if ending == "kill" else "exit"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("pids"), proc.stderr.read()
+    pids = [int(x) for x in line.split()[1:]]
+    if ending == "kill":
+        assert all(running(p) for p in pids)
+        proc.kill()                                  # the kernel dies without any cleanup
+    proc.wait(timeout=60)
+    assert wait_gone(pids, 10) == []

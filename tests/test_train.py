@@ -1,0 +1,68 @@
+"""The training step: real gradients equal a single process's; sizes and FLOPs match closed forms."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import netlab
+from netlab import data, train
+
+
+@pytest.mark.parametrize("ranks, batch", [(1, 16), (3, 8), (4, 5)])
+def test_summed_gradients_equal_the_single_process_full_batch_gradient(ranks, batch):
+    res = netlab.run(train.step, ranks=ranks, network=netlab.network("10Gbit/s", "5us"),
+                     device=netlab.device("cpu-core"), width=64, batch=batch, return_grad=True)
+    model = train.make_model(64, 2, seed=0)
+    x, y = data.load("train")
+    idx = torch.cat([train.batch_indices(0, r, ranks, batch, len(y)) for r in range(ranks)])
+    loss = F.cross_entropy(model(x[idx]), y[idx])                    # mean over the global batch
+    loss.backward()
+    reference = train.flat_grad(model)
+    for value in res.values:                                         # every rank holds the same sum
+        torch.testing.assert_close(value["grad"], reference, rtol=1e-5, atol=1e-6)
+    assert sum(v["loss"] for v in res.values) == pytest.approx(loss.item(), rel=1e-5)
+
+
+def test_global_batches_do_not_overlap_between_ranks():
+    idx = [train.batch_indices(3, r, 4, 16, 1438).tolist() for r in range(4)]
+    flat = sum(idx, [])
+    assert len(flat) == len(set(flat)) == 64
+
+
+def test_gradient_size_knob_spans_100KB_to_50MB():
+    for width in (64, 128, 777, 3500):
+        model = train.make_model(width, 2)
+        assert train.parameter_count(width) == sum(p.numel() for p in model.parameters())
+    assert 90e3 <= train.grad_bytes(128) <= 120e3
+    assert 45e6 <= train.grad_bytes(3500) <= 55e6
+    assert train.width_for_bytes(train.grad_bytes(1000)) == 1000
+
+
+def test_flop_count_matches_the_matmul_closed_form():
+    width, layers, batch = 96, 3, 20
+    dims = [64] + [width] * layers + [10]
+    shapes = list(zip(dims, dims[1:]))
+    forward = sum(2 * batch * i * o for i, o in shapes)
+    weight_grads = forward
+    input_grads = sum(2 * batch * i * o for i, o in shapes[1:])      # the data needs no gradient
+    assert train.step_flops(width, layers, batch) == forward + weight_grads + input_grads
+
+
+def test_bad_model_sizes_name_the_parameter():
+    with pytest.raises(ValueError, match="^width:"):
+        train.make_model(5000)
+    with pytest.raises(ValueError, match="^layers:"):
+        train.make_model(64, 0)
+    with pytest.raises(ValueError, match="^batch:"):
+        train.batch_indices(0, 0, 16, 1000, 1438)
+
+
+def test_data_parallel_training_learns_the_digits():
+    res = netlab.run(train.train, ranks=2, network=netlab.network("10Gbit/s", "5us"),
+                     device=netlab.device("cpu-core"), steps=150, width=64, batch=16, lr=0.1, eval_every=50)
+    history = res.values[0]
+    assert history["step"] == [50, 100, 150]
+    assert history["accuracy"][-1] > 0.9
+    assert history["time_s"] == sorted(history["time_s"]) and history["time_s"][0] > 0
+    assert math.isnan(res.values[1]["accuracy"][0])                  # only rank 0 evaluates
