@@ -41,7 +41,7 @@ def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: st
     train.check_model(width, layers)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch: must be a whole number >= 1, got {batch!r}")
-    collectives.schedule("allreduce", algo, 2, 1)          # unknown algorithm: fail here, not on a rank
+    algo = collectives.resolve("allreduce", algo)[1]        # unknown algorithm: fail here, not on a rank
     if not cluster.under_torchrun():
         cluster.check_memory(ranks, 60e6 + 5 * train.grad_bytes(width, layers), "this step")
     net: Network | None = make_network(bandwidth, latency, preset) if emulate else None

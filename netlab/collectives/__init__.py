@@ -1,51 +1,145 @@
 """Collective algorithms written against ``comm``, one family per file, run from one schedule.
 
     from netlab import collectives
-    collectives.allreduce(comm, grad, algo="ring")      # in place, on every rank
+    collectives.allreduce(comm, grad, algo="ring")            # in place, on every rank
+    out = collectives.all_gather(comm, shard, algo="recursive_doubling")
 
-``ALGORITHMS[collective][algo]`` is the schedule generator ``(p, count) -> steps``; the simulator
-uses the same table.
+``ALGORITHMS[collective][algo]`` is the schedule generator ``(p, count, **options) -> steps``;
+the cost model (``netlab.cost``) and the simulator use the same table.
 """
 from __future__ import annotations
 
+import inspect
+from functools import partial
+
 import torch
 
-from . import naive, ring
+from . import hierarchical, naive, recursive, ring, tree
 from .schedule import Step, chunk_bounds, execute
 
 ALGORITHMS = {
-    "allreduce": {"naive": naive.allreduce, "ring": ring.allreduce},
+    "allreduce": {
+        "naive": naive.allreduce,
+        "ring": ring.allreduce,
+        "tree": tree.allreduce,
+        "recursive_doubling": recursive.allreduce_doubling,
+        "halving_doubling": recursive.allreduce_halving_doubling,
+        "hierarchical": hierarchical.allreduce_leader,
+        "hierarchical_rail": hierarchical.allreduce_rail,
+    },
+    "broadcast": {
+        "naive": naive.broadcast,
+        "tree": tree.broadcast,
+        "scatter_allgather": tree.scatter_allgather_broadcast,
+    },
+    "reduce": {"naive": naive.reduce, "tree": tree.reduce},
+    "allgather": {"ring": partial(ring.all_gather, owner_shift=0), "recursive_doubling": recursive.all_gather_doubling},
+    "reduce_scatter": {"ring": partial(ring.reduce_scatter, owner_shift=0),
+                       "recursive_halving": recursive.reduce_scatter_halving},
 }
+ALIASES = {"rd": "recursive_doubling", "hd": "halving_doubling", "rabenseifner": "halving_doubling",
+           "rh": "recursive_halving", "binomial": "tree", "hier": "hierarchical", "rail": "hierarchical_rail",
+           "all_gather": "allgather", "all_reduce": "allreduce", "reducescatter": "reduce_scatter"}
 
 
-def schedule(collective: str, algo: str, p: int, count: int):
+def resolve(collective: str, algo: str) -> tuple[str, str]:
+    """Canonical (collective, algorithm) names, or one clear error naming the parameter."""
+    collective = ALIASES.get(collective, collective)
     if collective not in ALGORITHMS:
         raise ValueError(f"collective: unknown {collective!r}; choose one of {', '.join(ALGORITHMS)}")
-    table = ALGORITHMS[collective]
-    if algo not in table:
-        raise ValueError(f"algo: {collective} has no algorithm {algo!r}; choose one of {', '.join(table)}")
-    return table[algo](p, count)
+    algo = ALIASES.get(algo, algo)
+    if algo not in ALGORITHMS[collective]:
+        raise ValueError(f"algo: {collective} has no algorithm {algo!r}; choose one of "
+                         f"{', '.join(ALGORITHMS[collective])}")
+    return collective, algo
 
 
-def allreduce(comm, tensor: torch.Tensor | None, algo: str = "ring", op: str = "sum",
-              count: int | None = None, dtype=torch.float32) -> torch.Tensor | None:
+def schedule(collective: str, algo: str, p: int, count: int, **options):
+    """The steps of one collective; options (root, ranks_per_host) go to the algorithms that take them."""
+    collective, algo = resolve(collective, algo)
+    fn = ALGORITHMS[collective][algo]
+    accepted = inspect.signature(fn).parameters
+    return fn(p, count, **{k: v for k, v in options.items() if k in accepted and v is not None})
+
+
+def _run(comm, collective, algo, flat, count, dtype, **options):
+    if flat is not None:
+        count, element_size = flat.numel(), flat.element_size()
+    elif count is None:
+        raise ValueError("count: give a tensor, or count= for a size-only run")
+    else:
+        element_size = torch.empty(0, dtype=dtype).element_size()
+    if options.get("ranks_per_host") is None and comm.network is not None:
+        options["ranks_per_host"] = comm.network.ranks_per_host      # hosts as the network defines them
+    root = options.get("root", 0)
+    if not isinstance(root, int) or not 0 <= root < comm.world_size:
+        raise ValueError(f"root: must be a rank from 0 to {comm.world_size - 1}, got {root!r}")
+    if comm.world_size > 1:
+        with comm.region(f"{collective}:{algo}"):
+            execute(comm, flat, schedule(collective, algo, comm.world_size, count, **options), count, element_size)
+
+
+def _flat(tensor):
+    if tensor is None:
+        return None
+    if not tensor.is_contiguous():
+        raise ValueError("tensor: must be contiguous")
+    return tensor.view(-1)
+
+
+def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", count: int | None = None,
+              dtype=torch.float32, ranks_per_host: int | None = None):
     """Sum (or average, ``op='avg'``) `tensor` across all ranks, in place.
 
     ``tensor=None, count=n`` runs size-only (virtual time only, no payload), for timing sweeps.
     """
     if op not in ("sum", "avg"):
         raise ValueError(f"op: must be 'sum' or 'avg', got {op!r}")
-    flat = None if tensor is None else tensor.view(-1)
-    n = flat.numel() if flat is not None else count
-    if n is None:
-        raise ValueError("count: give a tensor, or count= for a size-only run")
-    element_size = flat.element_size() if flat is not None else torch.empty(0, dtype=dtype).element_size()
-    if comm.world_size > 1:
-        with comm.region(f"allreduce:{algo}"):
-            execute(comm, flat, schedule("allreduce", algo, comm.world_size, n), n, element_size)
+    _run(comm, "allreduce", algo, _flat(tensor), count, dtype, ranks_per_host=ranks_per_host)
     if op == "avg" and tensor is not None:
         tensor /= comm.world_size
     return tensor
 
 
-__all__ = ["ALGORITHMS", "schedule", "allreduce", "execute", "Step", "chunk_bounds"]
+def broadcast(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=torch.float32):
+    """Copy root's `tensor` to every rank, in place."""
+    _run(comm, "broadcast", algo, _flat(tensor), count, dtype, root=root)
+    return tensor
+
+
+def reduce(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=torch.float32):
+    """Sum `tensor` onto `root` (in place there; other ranks' tensors hold partial sums afterwards)."""
+    _run(comm, "reduce", algo, _flat(tensor), count, dtype, root=root)
+    return tensor
+
+
+def all_gather(comm, tensor, algo: str = "ring", count: int | None = None, dtype=torch.float32):
+    """Every rank's `tensor` (m elements each), concatenated in rank order: p*m elements on every rank."""
+    p = comm.world_size
+    if tensor is None:
+        _run(comm, "allgather", algo, None, None if count is None else p * count, dtype)
+        return None
+    m = tensor.numel()
+    out = torch.empty(p * m, dtype=tensor.dtype)
+    out[comm.rank * m:(comm.rank + 1) * m] = tensor.reshape(-1)
+    _run(comm, "allgather", algo, out, None, dtype)
+    return out
+
+
+def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, dtype=torch.float32):
+    """Sum `tensor` across ranks and keep chunk `rank` of the result (chunks as ``chunk_bounds``).
+
+    Works on a copy; returns this rank's chunk (lengths differ by at most one element).
+    """
+    if tensor is None:
+        _run(comm, "reduce_scatter", algo, None, count, dtype)
+        return None
+    buf = tensor.reshape(-1).clone()
+    _run(comm, "reduce_scatter", algo, buf, None, dtype)
+    offsets, lengths = chunk_bounds(buf.numel(), comm.world_size)
+    o, n = int(offsets[comm.rank]), int(lengths[comm.rank])
+    return buf[o:o + n].clone()
+
+
+__all__ = ["ALGORITHMS", "ALIASES", "resolve", "schedule", "execute", "Step", "chunk_bounds",
+           "allreduce", "broadcast", "reduce", "all_gather", "reduce_scatter"]

@@ -17,25 +17,29 @@ import numpy as np
 from .schedule import Step, chunk_bounds
 
 
-def reduce_scatter(p: int, count: int):
-    """Ring reduce-scatter: after p-1 steps rank r holds the sum of chunk (r + 1) mod p."""
+def reduce_scatter(p: int, count: int, owner_shift: int = 0):
+    """Ring reduce-scatter: after p-1 steps rank r holds the sum of chunk (r + owner_shift) mod p.
+
+    In step s rank r adds what it received into chunk (r + shift - s - 1) and passes it on, so the
+    chunk it finishes last is its own. The all-reduce uses shift 1 (the textbook form).
+    """
     offsets, lengths = chunk_bounds(count, p)
     r = np.arange(p)
     for s in range(p - 1):
-        c = (r - s) % p                                   # chunk rank r passes on: n/p elements
+        c = (r + owner_shift - s - 1) % p                 # chunk rank r passes on: n/p elements
         yield Step(r, (r + 1) % p, offsets[c], lengths[c], reduce=True)
 
 
-def all_gather(p: int, count: int, first_chunk_shift: int = 1):
-    """Ring all-gather: rank r starts by owning chunk (r + shift) mod p; p-1 steps spread them all."""
+def all_gather(p: int, count: int, owner_shift: int = 0):
+    """Ring all-gather: rank r starts owning chunk (r + owner_shift) mod p; p-1 steps spread them all."""
     offsets, lengths = chunk_bounds(count, p)
     r = np.arange(p)
     for s in range(p - 1):
-        c = (r + first_chunk_shift - s) % p               # chunk rank r forwards to r + 1
+        c = (r + owner_shift - s) % p                     # chunk rank r forwards to r + 1
         yield Step(r, (r + 1) % p, offsets[c], lengths[c], reduce=False)
 
 
 def allreduce(p: int, count: int):
     """Ring all-reduce in 2(p-1) steps of n/p elements each."""
-    yield from reduce_scatter(p, count)
-    yield from all_gather(p, count, first_chunk_shift=1)
+    yield from reduce_scatter(p, count, owner_shift=1)
+    yield from all_gather(p, count, owner_shift=1)
