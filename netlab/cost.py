@@ -6,13 +6,13 @@ reduce-scatter's input). p ranks, L = ceil(lg p), p' = 2^floor(lg p), r = p - p'
 
     all-reduce  naive               2(p-1) T(n) + n g
                 ring                2(p-1) a + 2(p-1)/p n/B + (p-1)/p n g
-                tree (binomial)     2L T(n) + L n g
+                tree (binomial)     2L T(n) + L n g        (p a power of two; else binomial_reduce)
                 recursive doubling  (lg p' + 2[r>0]) T(n) + (lg p' + [r>0]) n g
                 halving-doubling    2 lg p' a + 2(p'-1)/p' n/B + (p'-1)/p' n g  (+ 2 T(n) + n g if r>0)
                 hierarchical        4(g-1) T_i(n/g) + (g-1)/g n g + ring over N hosts on the NICs
                 hierarchical_rail   2(g-1) T_i(n/g) + (g-1)/g n g + ring over N hosts on n/g
     broadcast   naive (p-1) T(n);  tree L T(n);  scatter_allgather: binomial scatter + (p-1) T(n/p)
-    reduce      naive (p-1) T(n) + n g;  tree L (T(n) + n g)
+    reduce      naive (p-1) T(n) + n g;  tree L (T(n) + n g) for p a power of two
     all-gather  ring (p-1) T(n/p);  recursive doubling sum_k T(w_k n/p)
     reduce-sc.  ring (p-1)(T(n/p) + n/p g);  recursive halving sum_k (T(w_k n/p) + w_k n/p g)
 
@@ -22,9 +22,11 @@ the largest range a rank sends in round k (2^k, or 2^k + min(r, 2^k) with folded
 
 netlab's network charges alpha per message at both ports, so a rank that sends k messages in a
 row pays k*alpha -- the textbook reading -- and these formulas are exact for it on an uncontended
-network (a test checks 1 % for p = 2..16, n = 1 KB..256 MB). Two approximations: chunk sizes are
-taken as n/p exactly (the real ones differ by one element), and the naive algorithm's root
-overlaps each reduction with the next arrival (valid when n*gamma < T(n)).
+network (a test checks 1 % for p = 2..16, n = 1 KB..256 MB). Approximations, all stated: chunk
+sizes are taken as n/p exactly (the real ones differ by one element); the naive root overlaps each
+sum with the next arrival (valid when n*gamma < T(n)); and with gamma > 0 and p not a power of
+two, a folded rank's sum can overlap its first exchange, so the recursive algorithms' gamma terms
+are exact for powers of two and an upper bound (by at most n*gamma) otherwise.
 """
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def _allreduce(algo, p, n, net: Network) -> float:
     if algo == "ring":
         return ring_allreduce(p, n, net.nic, g)
     if algo == "tree":
-        return 2 * _ceil_lg(p) * T(n) + _ceil_lg(p) * n * g
+        return binomial_reduce(p, T(n), n * g) + _ceil_lg(p) * T(n)
     if algo == "recursive_doubling":
         return (lg2 + 2 * fold) * T(n) + (lg2 + fold) * n * g
     if algo == "halving_doubling":
@@ -79,6 +81,24 @@ def _allreduce(algo, p, n, net: Network) -> float:
     if algo == "hierarchical_rail":                        # reduce-scatter and all-gather around rails
         return 2 * intra_steps + reductions + ring_allreduce(hosts, n / per, net.nic, g)
     raise AssertionError(algo)
+
+
+def binomial_reduce(p: int, message: float, reduction: float) -> float:
+    """When the root of a binomial reduce over p ranks holds the sum.
+
+    Its children root subtrees of 1, 2, 4, ... ranks and a last one of p - 2^(L-1); their messages
+    queue at the root's port in that order and each is summed on arrival. For p a power of two
+    this is L (T(n) + n g); otherwise the last subtree is shallower and some sums overlap arrivals.
+    """
+    if p <= 1:
+        return 0.0
+    L = _ceil_lg(p)
+    port = clock = 0.0
+    for k in range(L):
+        ready = binomial_reduce(min(1 << k, p - (1 << k)), message, reduction)
+        port = max(ready, port) + message
+        clock = max(clock, port) + reduction
+    return clock
 
 
 def _scatter(p: int, n: float, T) -> float:
@@ -108,7 +128,7 @@ def time(collective: str, algo: str, p: int, nbytes: float, network: Network) ->
         return {"naive": (p - 1) * T(n), "tree": _ceil_lg(p) * T(n),
                 "scatter_allgather": _scatter(p, n, T) + (p - 1) * T(n / p)}[algo]
     if collective == "reduce":
-        return {"naive": (p - 1) * T(n) + n * g, "tree": _ceil_lg(p) * (T(n) + n * g)}[algo]
+        return {"naive": (p - 1) * T(n) + n * g, "tree": binomial_reduce(p, T(n), n * g)}[algo]
     p2, r = _fold(p)
     weights = _doubling_weights(p)
     if collective == "allgather":
@@ -128,7 +148,9 @@ def algbw(nbytes: float, seconds: float) -> float:
 
 def busbw(collective: str, p: int, nbytes: float, seconds: float) -> float:
     """Bus bandwidth in bytes/s: algbw times nccl-tests' factor, comparable to the link's speed."""
-    collective, _ = collectives.resolve(collective, "ring" if collective != "broadcast" else "tree")
+    collective = collectives.ALIASES.get(collective, collective)
+    if collective not in BUSBW_FACTOR:
+        raise ValueError(f"collective: unknown {collective!r}; choose one of {', '.join(BUSBW_FACTOR)}")
     return algbw(nbytes, seconds) * BUSBW_FACTOR[collective](p)
 
 
