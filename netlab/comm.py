@@ -76,6 +76,12 @@ class Comm:
         """Seconds since the run began: virtual time if a network is emulated, else wall time."""
         return self._clock if self.virtual else time.perf_counter() - self._t0
 
+    def restart_clock(self) -> None:
+        """Start the clock again from zero with idle ports (a benchmark's next size, say)."""
+        self._clock = 0.0
+        self._ports.clear()
+        self._t0 = time.perf_counter()
+
     def _port(self, cls: str, direction: str) -> Port:
         return self._ports.setdefault((cls, direction), Port())
 
@@ -147,11 +153,14 @@ class Comm:
 
     def wait(self, *requests: Request) -> None:
         """Complete requests in the order given; the clock moves to the latest completion."""
+        if self._status is not None and requests:         # what a timeout will report for this rank
+            req = next((r for r in requests if r.kind == "recv"), requests[0])
+            more = f" (+{len(requests) - 1} more)" if len(requests) > 1 else ""
+            self._status(f"waiting in {req.kind} {'to' if req.kind == 'send' else 'from'} rank {req.peer} "
+                         f"({req.nbytes} B){more} at t={self.now():.6g}s")
         for req in requests:
             if req.done:
                 continue
-            what = f"{req.kind} {'to' if req.kind == 'send' else 'from'} rank {req.peer} ({req.nbytes} B)"
-            self._set_status(f"waiting in {what} at t={self.now():.6g}s")
             if self.virtual and req.kind == "recv":
                 req.handles[0].wait()
                 start, sent = float(req.header[0]), int(req.header[1])

@@ -24,8 +24,7 @@ def sweep(comm, collective, algo, sizes, options):
         start = comm.now()
         CALL[collective](comm, None, algo=algo, count=count, **options)
         out.append(comm.now() - start)
-        comm._ports.clear()                                 # the next size starts on idle ports
-        comm._clock = 0.0
+        comm.restart_clock()                                # the next size starts on idle ports
     return out
 
 

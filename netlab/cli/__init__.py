@@ -13,6 +13,7 @@ import sys
 
 COMMANDS = {
     "step": "one data-parallel training step: compute, communication and total time (chapter 1)",
+    "bench": "an nccl-tests-style benchmark of a collective: time, algbw, busbw, formula (chapter 2)",
 }
 
 

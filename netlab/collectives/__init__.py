@@ -9,13 +9,14 @@ the cost model (``netlab.cost``) and the simulator use the same table.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from functools import partial
 
 import torch
 
 from . import hierarchical, naive, recursive, ring, tree
-from .schedule import Step, chunk_bounds, execute
+from .schedule import Step, chunk_bounds, execute, rank_plan
 
 ALGORITHMS = {
     "allreduce": {
@@ -75,8 +76,15 @@ def _run(comm, collective, algo, flat, count, dtype, **options):
     if not isinstance(root, int) or not 0 <= root < comm.world_size:
         raise ValueError(f"root: must be a rank from 0 to {comm.world_size - 1}, got {root!r}")
     if comm.world_size > 1:
+        plan = _plan(collective, algo, comm.world_size, count, comm.rank, tuple(sorted(options.items())))
         with comm.region(f"{collective}:{algo}"):
-            execute(comm, flat, schedule(collective, algo, comm.world_size, count, **options), count, element_size)
+            execute(comm, flat, None, count, element_size, plan=plan)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(collective, algo, p, count, rank, options):
+    """This rank's part of a schedule, kept: a training loop replays the same all-reduce every step."""
+    return rank_plan(schedule(collective, algo, p, count, **dict(options)), rank)
 
 
 def _flat(tensor):

@@ -54,37 +54,63 @@ def span(offsets: np.ndarray, lengths: np.ndarray, first, last):
     return start, end - start
 
 
-def execute(comm, buf: torch.Tensor | None, steps, count: int | None = None, element_size: int | None = None) -> None:
-    """Run a schedule on this rank. `buf` is the flat tensor, changed in place.
+@dataclass
+class RankStep:
+    """One step as one rank sees it: (offset, length, peer) of its sends and receives."""
+    sends: list[tuple[int, int, int]]
+    recvs: list[tuple[int, int, int]]
+    reduce: bool
+    scratch: int            # elements of receive space the step's sums need
+
+
+def rank_plan(steps, rank: int) -> list[RankStep]:
+    """The steps this rank takes part in, as plain tuples (cheap to replay run after run)."""
+    plan = []
+    for step in steps:
+        out = np.flatnonzero(step.src == rank)
+        inc = np.flatnonzero(step.dst == rank)
+        if out.size == 0 and inc.size == 0:
+            continue                                   # not part of this step: do not wait for it
+        sends = [(int(step.offset[i]), int(step.length[i]), int(step.dst[i])) for i in out]
+        recvs = [(int(step.offset[i]), int(step.length[i]), int(step.src[i])) for i in inc]
+        plan.append(RankStep(sends, recvs, step.reduce, sum(n for _, n, _ in recvs) if step.reduce else 0))
+    return plan
+
+
+def execute(comm, buf: torch.Tensor | None, steps, count: int | None = None, element_size: int | None = None,
+            plan: list[RankStep] | None = None) -> None:
+    """Run a schedule (or this rank's precomputed `plan` of it) on this rank; `buf` changes in place.
 
     With ``buf=None`` the run is size-only (virtual time only): messages carry just their size
     (``count`` elements of ``element_size`` bytes in all), for timing sweeps that would not fit in
     memory; the times are identical to a real payload's.
     """
-    rank = comm.rank
     if buf is not None:
         if buf.dim() != 1 or not buf.is_contiguous():
             raise ValueError("buf: collectives work on a flat contiguous tensor (use tensor.view(-1))")
         element_size = buf.element_size()
-    for step in steps:
-        outgoing = np.flatnonzero(step.src == rank)
-        incoming = np.flatnonzero(step.dst == rank)
-        if outgoing.size == 0 and incoming.size == 0:
-            continue                                   # not part of this step: do not wait for it
-        sends, recvs = [], []
-        for i in outgoing:
-            o, n = int(step.offset[i]), int(step.length[i])
-            sends.append(comm.isend(None if buf is None else buf[o:o + n], int(step.dst[i]),
-                                    nbytes=n * element_size))
-        for i in incoming:
-            o, n = int(step.offset[i]), int(step.length[i])
-            tmp = None if buf is None else torch.empty(n, dtype=buf.dtype)
-            recvs.append((o, n, tmp, comm.irecv(tmp, int(step.src[i]), nbytes=n * element_size)))
+    scratch = None                                     # receive space for sums, reused step after step
+    for step in plan if plan is not None else rank_plan(steps, comm.rank):
+        if buf is not None and step.reduce and (scratch is None or scratch.numel() < step.scratch):
+            scratch = torch.empty(step.scratch, dtype=buf.dtype)
+        recvs, used = [], 0                            # receives first: gloo moves data once the receive is posted
+        for o, n, src in step.recvs:
+            if buf is None:
+                into = None
+            elif step.reduce:                          # sums land in scratch, then add into place
+                into, used = scratch[used:used + n], used + n
+            elif any(so < o + n and o < so + sn for so, sn, _ in step.sends):
+                into = torch.empty(n, dtype=buf.dtype)  # overlaps what this rank sends: own buffer
+            else:                                      # copies land in place: no extra pass
+                into = buf[o:o + n]
+            recvs.append((o, n, into, comm.irecv(into, src, nbytes=n * element_size)))
+        sends = [comm.isend(None if buf is None else buf[o:o + n], dst, nbytes=n * element_size)
+                 for o, n, dst in step.sends]
         comm.wait(*sends, *(r[3] for r in recvs))
-        for o, n, tmp, _ in recvs:
+        for o, n, into, _ in recvs:
             if step.reduce:
-                if tmp is not None:
-                    buf[o:o + n] += tmp
+                if into is not None:
+                    buf[o:o + n] += into
                 comm.reduce_cost(n * element_size)
-            elif tmp is not None:
-                buf[o:o + n].copy_(tmp)
+            elif into is not None and into.data_ptr() != buf[o:o + n].data_ptr():
+                buf[o:o + n].copy_(into)

@@ -1,0 +1,130 @@
+"""An nccl-tests-style benchmark of netlab's collectives on real ranks: time, algbw, busbw, formula.
+
+    rows = bench("allreduce", "ring", ranks=8, sizes=parse_size_range("1K:256M"),
+                 network=network("100Gbit/s", "5us"))
+
+Conventions are nccl-tests' (doc/PERFORMANCE.md): S is the collective's whole buffer (the
+all-gather's output, the reduce-scatter's input), algbw = S / t, busbw = algbw x 2(p-1)/p for
+all-reduce, (p-1)/p for all-gather and reduce-scatter, 1 for broadcast and reduce; GB = 1e9 B.
+
+Under an emulated network the time is virtual (one iteration: it is deterministic) and the payload
+is size-only unless ``check`` asks for real data -- the clock is identical either way. Without a
+network the wall clock times ``iters`` iterations after ``warmup`` ones on the real transport
+(loopback here, the cluster's network under torchrun), and algo ``torch`` times torch's own
+collective for comparison.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+
+from . import collectives, cost
+from .net.network import Network
+
+DTYPES = {"float": torch.float32, "float32": torch.float32, "half": torch.float16, "float16": torch.float16,
+          "bfloat16": torch.bfloat16, "double": torch.float64, "float64": torch.float64,
+          "int32": torch.int32, "int64": torch.int64}
+TYPE_NAMES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
+              torch.int32: "int32", torch.int64: "int64"}
+CALLS = {"allreduce": collectives.allreduce, "broadcast": collectives.broadcast, "reduce": collectives.reduce,
+         "allgather": collectives.all_gather, "reduce_scatter": collectives.reduce_scatter}
+
+
+def counts(collective: str, nbytes: int, p: int, element_size: int) -> tuple[int, int]:
+    """(elements each rank passes in, S actually used): S rounded down to whole elements per rank."""
+    if collective == "allgather":
+        per_rank = max(1, nbytes // (p * element_size))
+        return per_rank, per_rank * p * element_size
+    count = max(1, nbytes // element_size)
+    return count, count * element_size
+
+
+def _torch_collective(comm, collective, x):
+    """torch's own collective on the same data (the reference, and algo 'torch' on the wall clock)."""
+    grp, p = comm.group, comm.world_size
+    if collective == "allreduce":
+        dist.all_reduce(x, group=grp)
+        return x
+    if collective in ("broadcast", "reduce"):
+        (dist.broadcast(x, src=0, group=grp) if collective == "broadcast" else dist.reduce(x, dst=0, group=grp))
+        return x
+    if collective == "allgather":
+        parts = [torch.empty_like(x) for _ in range(p)]
+        dist.all_gather(parts, x, group=grp)
+        return torch.cat(parts)
+    dist.all_reduce(x, group=grp)                   # reduce-scatter: the sum, sliced like ours
+    offsets, lengths = collectives.chunk_bounds(x.numel(), p)
+    return x[int(offsets[comm.rank]):int(offsets[comm.rank] + lengths[comm.rank])]
+
+
+def _once(comm, collective, algo, x, count, dtype):
+    if algo == "torch":
+        return _torch_collective(comm, collective, x)
+    return CALLS[collective](comm, x, algo=algo, count=count, dtype=dtype)
+
+
+def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check: bool, iters: int, warmup: int):
+    """Runs on every rank: per size, (S, count, seconds, check result)."""
+    out = []
+    element_size = torch.empty(0, dtype=dtype).element_size()
+    for nbytes in sizes:
+        count, s = counts(collective, nbytes, comm.world_size, element_size)
+        make = (lambda: torch.randint(-8, 9, (count,), generator=torch.Generator().manual_seed(comm.rank))
+                .to(dtype)) if real else (lambda: None)
+        verdict = None
+        if check:
+            mine = _once(comm, collective, algo, make(), count, dtype)
+            reference = _torch_collective(comm, collective, make())
+            root_only = collective == "reduce" and comm.rank != 0
+            verdict = True if root_only else bool(torch.equal(mine.to(torch.float64), reference.to(torch.float64)))
+        if comm.virtual:
+            comm.restart_clock()
+            _once(comm, collective, algo, make(), count, dtype)
+            seconds = comm.now()
+        else:
+            for _ in range(warmup):
+                _once(comm, collective, algo, make(), count, dtype)
+            data = [make() for _ in range(iters)]
+            dist.barrier(group=comm.group)
+            start = time.perf_counter()
+            for x in data:
+                _once(comm, collective, algo, x, count, dtype)
+            seconds = (time.perf_counter() - start) / iters
+        out.append((s, s // element_size, seconds, verdict))
+    return out
+
+
+def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None = None, dtype: str = "float",
+          check: bool = False, iters: int = 5, warmup: int = 1, timeout: float = 600.0) -> list[dict]:
+    """One row per size: collective, algo, ranks, bytes, count, type, time_s, predicted_s, algbw/busbw (GB/s)."""
+    from . import cluster
+    if algo == "torch":
+        if network is not None:
+            raise ValueError("algo: 'torch' (torch's own collective) can only be timed on the wall clock")
+        collective = collectives.resolve(collective, "ring" if collective != "broadcast" else "tree")[0]
+    else:
+        collective, algo = collectives.resolve(collective, algo)
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype: unknown {dtype!r}; choose one of {', '.join(DTYPES)}")
+    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
+        raise ValueError(f"iters: must be a whole number >= 1, got {iters!r}")
+    cluster.check_ranks(ranks)
+    real = check or network is None
+    if real and not cluster.under_torchrun():
+        cluster.check_memory(ranks, 60e6 + 4 * max(sizes), "this benchmark")
+    torch_dtype = DTYPES[dtype]
+    res = cluster.run(bench_rank, collective, algo, list(sizes), torch_dtype, real, check, iters, warmup,
+                      ranks=ranks, network=network, timeout=timeout)
+    rows = []
+    for i, (s, count, _, _) in enumerate(res.values[0]):
+        seconds = max(v[i][2] for v in res.values)       # the slowest rank ends the collective
+        verdicts = [v[i][3] for v in res.values]
+        predicted = cost.time(collective, algo, ranks, s, network) if network is not None and algo != "torch" else None
+        rows.append({"collective": collective, "algo": algo, "ranks": ranks, "bytes": s, "count": count,
+                     "type": TYPE_NAMES[torch_dtype], "time_s": seconds, "predicted_s": predicted,
+                     "algbw_GBps": cost.algbw(s, seconds) / 1e9, "busbw_GBps": cost.busbw(collective, ranks, s, seconds) / 1e9,
+                     "check": None if not check else ("ok" if all(verdicts) else "WRONG"),
+                     "clock": "virtual" if network is not None else "wall"})
+    return rows

@@ -1,0 +1,82 @@
+"""``netlab bench``: an nccl-tests-style table for any collective and algorithm on real ranks.
+
+    python -m netlab bench allreduce --ranks 8 --algo ring --bandwidth 100Gbit/s --latency 5us --sizes 1K:256M
+    python -m netlab bench allgather --ranks 6 --algo all --preset 25GbE --check
+    python -m netlab bench allreduce --ranks 4 --algo ring --sizes 1M,16M          # wall clock, loopback
+    torchrun --nnodes 2 --nproc-per-node 8 ... -m netlab bench allreduce --algo all  # a real cluster
+"""
+from __future__ import annotations
+
+import sys
+
+from ..net.presets import LINKS
+from ..units import parse_size_range
+from . import emit
+
+COLLECTIVES = ["allreduce", "broadcast", "reduce", "allgather", "reduce_scatter"]
+
+
+def add_parser(p) -> None:
+    p.add_argument("collective", choices=COLLECTIVES, help="which collective")
+    p.add_argument("--algo", default=None,
+                   help="algorithm, 'all', or 'torch' (torch's own, wall clock only); default: ring, tree for broadcast/reduce")
+    p.add_argument("--ranks", type=int, default=None, help="ranks, 1-16 (default 8; torchrun's under torchrun)")
+    p.add_argument("--sizes", default="1K:64M", help="S from MIN:MAX (doubling) or a list a,b,c (default 1K:64M)")
+    p.add_argument("--bandwidth", default=None, help="emulated NIC bandwidth, e.g. 100Gbit/s (omit all three: wall clock)")
+    p.add_argument("--latency", default=None, help="emulated one-way latency, e.g. 5us")
+    p.add_argument("--preset", choices=sorted(LINKS), default=None, help="a named link")
+    p.add_argument("--ranks-per-host", type=int, default=1, help="ranks per host (hierarchical algorithms)")
+    p.add_argument("--intra-preset", choices=sorted(LINKS), default=None, help="intra-host link (default NVLink3)")
+    p.add_argument("--intra-bandwidth", default=None, help="intra-host bandwidth")
+    p.add_argument("--intra-latency", default=None, help="intra-host latency")
+    p.add_argument("--dtype", default="float", help="float, half, bfloat16, double, int32, int64 (default float)")
+    p.add_argument("--check", action="store_true", help="move real data and compare with torch's own collective")
+    p.add_argument("--iters", type=int, default=5, help="timed iterations on the wall clock (default 5)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed iterations first (default 1)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of rows")
+
+
+def _table(rows, network_text: str) -> str:
+    r0 = rows[0]
+    head = [f"# netlab bench: {r0['collective']}, {r0['ranks']} ranks, {r0['clock']} clock; network: {network_text}",
+            "# S = whole buffer (nccl-tests); algbw = S/t; busbw = algbw x nccl-tests' factor; GB = 1e9 B",
+            f"# {'algo':>18} {'size(B)':>12} {'count':>11} {'type':>8} {'time(us)':>11} {'formula(us)':>11} "
+            f"{'algbw(GB/s)':>11} {'busbw(GB/s)':>11} {'check':>6}"]
+    formula = lambda r: f"{r['predicted_s'] * 1e6:11.2f}" if r["predicted_s"] is not None else f"{'-':>11}"  # noqa: E731
+    body = [f"  {r['algo']:>18} {r['bytes']:12d} {r['count']:11d} {r['type']:>8} {r['time_s'] * 1e6:11.2f} "
+            f"{formula(r)} "
+            f"{r['algbw_GBps']:11.3f} {r['busbw_GBps']:11.3f} {r['check'] or '-':>6}" for r in rows]
+    return "\n".join(head + body)
+
+
+def main(args) -> int:
+    import os
+
+    from .. import collectives
+    from ..bench import bench
+    from ..net.network import network
+    ranks = args.ranks or (int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else 8)
+    sizes = parse_size_range(args.sizes, "sizes")
+    emulate = any(v is not None for v in (args.bandwidth, args.latency, args.preset))
+    net = None
+    if emulate:
+        if args.preset is None:
+            args.bandwidth = args.bandwidth or "10Gbit/s"
+            args.latency = args.latency or "5us"
+        net = network(args.bandwidth, args.latency, args.preset, ranks_per_host=args.ranks_per_host,
+                      intra_bandwidth=args.intra_bandwidth, intra_latency=args.intra_latency,
+                      intra_preset=args.intra_preset)
+    default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
+    algos = [args.algo or default]
+    if algos == ["all"]:
+        algos = [a for a in collectives.ALGORITHMS[args.collective]
+                 if not (a.startswith("hierarchical") and ranks % args.ranks_per_host)]
+    rows = []
+    for algo in algos:
+        rows += bench(args.collective, algo, ranks, sizes, net, args.dtype, args.check, args.iters, args.warmup)
+    text = _table(rows, net.describe() if net else "none: wall clock on the real transport")
+    emit(rows, args.json, text)
+    if args.check and any(r["check"] != "ok" for r in rows):
+        print("netlab bench: error: some results differ from torch's own collective", file=sys.stderr)
+        return 1
+    return 0
