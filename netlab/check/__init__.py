@@ -1,5 +1,6 @@
 """Checks for the chapters' exercises: run the student's code against real ranks and a reference.
 
+A chapter's checks live in ``check/chN.py`` and are reached as ``netlab.check.<name>``.
 Each check returns a ``CheckResult`` that shows a pass/fail table in a notebook and raises with
 ``.assert_passed()`` in a test. A check never raises for a wrong or unfinished answer: it says what
 is wrong, so a chapter always runs top to bottom.
@@ -48,6 +49,19 @@ def call_student(fn, *args):
         return None, f"raised {type(exc).__name__}: {exc}"
 
 
-from .ch1 import step_time  # noqa: E402
+CHAPTERS = ("ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7")
 
-__all__ = ["CheckResult", "step_time"]
+
+def __getattr__(name: str):
+    """``netlab.check.<exercise>``: found in the chapter module (check/chN.py) that defines it."""
+    import importlib
+    for chapter in CHAPTERS:
+        try:
+            module = importlib.import_module(f"{__name__}.{chapter}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{chapter}":
+                raise
+            continue
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"netlab.check has no exercise check {name!r}")

@@ -11,9 +11,12 @@ import json
 import os
 import sys
 
-COMMANDS = {
+COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(parser) and main(args)
     "step": "one data-parallel training step: compute, communication and total time (chapter 1)",
     "bench": "an nccl-tests-style benchmark of a collective: time, algbw, busbw, formula (chapter 2)",
+    "ps": "parameter-server training: step time, per-server bytes, accuracy (chapter 3)",
+    "compress": "gradient compression: accuracy, bytes per step, step time (chapter 4)",
+    "sim": "collectives on thousands of simulated ranks over a modelled fabric (chapter 5)",
 }
 
 
@@ -30,7 +33,12 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     modules = {}
     for name, help_text in COMMANDS.items():
-        modules[name] = importlib.import_module(f"netlab.cli.{name}")
+        try:
+            modules[name] = importlib.import_module(f"netlab.cli.{name}")
+        except ModuleNotFoundError as exc:          # a chapter whose command is not written yet
+            if exc.name != f"netlab.cli.{name}":
+                raise
+            continue
         modules[name].add_parser(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
     try:
