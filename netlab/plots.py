@@ -91,3 +91,60 @@ def scaling(rows: list[dict], axes=None):
         ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def contributions(grid, ax=None, title: str = ""):
+    """A ranks x chunks grid: which ranks' data each rank holds in each chunk (chapter 2's ring).
+
+    `grid[r][c]` is a bitmask of contributing ranks (rank i put 2**i into every element).
+    """
+    import numpy as np
+    grid = np.asarray(grid, dtype=np.int64)
+    p, chunks = grid.shape
+    fig, ax = _axes(ax, (1.1 * chunks + 2, 0.55 * p + 1.2))
+    counts = np.vectorize(lambda m: bin(int(m)).count("1"))(grid)
+    ax.imshow(counts, cmap="Blues", vmin=0, vmax=p, aspect="auto")
+    for r in range(p):
+        for c in range(chunks):
+            members = [str(i) for i in range(p) if grid[r, c] >> i & 1]
+            label = "all" if len(members) == p else "+".join(members)
+            ax.text(c, r, label, ha="center", va="center", fontsize=9,
+                    color="white" if counts[r, c] > 0.6 * p else "black")
+    ax.set_xticks(range(chunks), [f"chunk {c}" for c in range(chunks)])
+    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)])
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def time_vs_size(rows: list[dict], ax=None, crossovers: dict | None = None):
+    """Collective time against message size, one colour per algorithm: markers measured, lines formula."""
+    fig, ax = _axes(ax, (7.5, 4.2))
+    for i, algo in enumerate(dict.fromkeys(r["algo"] for r in rows)):
+        sub = [r for r in rows if r["algo"] == algo]
+        color = f"C{i}"
+        ax.plot([r["bytes"] for r in sub], [r["predicted_s"] for r in sub], "-", color=color, alpha=0.6)
+        ax.plot([r["bytes"] for r in sub], [r["time_s"] for r in sub], "o", color=color, ms=4, label=algo)
+    for label, nbytes in (crossovers or {}).items():
+        if nbytes:
+            ax.axvline(nbytes, color="grey", ls=":", lw=1.2, label=f"{label}: {nbytes / 1e6:.2g} MB")
+    ax.set(xscale="log", yscale="log", xlabel="message size S (bytes)", ylabel="time (s)",
+           title="measured (dots) and formula (lines)")
+    ax.legend(frameon=False, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return fig
+
+
+def time_vs_ranks(rows: list[dict], ax=None, title: str = "a small all-reduce on more and more ranks"):
+    """Collective time against world size, one line per algorithm (markers measured, lines formula)."""
+    fig, ax = _axes(ax, (7, 3.8))
+    for i, algo in enumerate(dict.fromkeys(r["algo"] for r in rows)):
+        sub = [r for r in rows if r["algo"] == algo]
+        ax.plot([r["ranks"] for r in sub], [r["predicted_s"] * 1e6 for r in sub], "-", color=f"C{i}", alpha=0.6)
+        ax.plot([r["ranks"] for r in sub], [r["time_s"] * 1e6 for r in sub], "o", color=f"C{i}", label=algo)
+    ax.set(xlabel="ranks p", ylabel="time (us)", title=title)
+    ax.legend(frameon=False)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -134,6 +134,19 @@ def all_gather(comm, tensor, algo: str = "ring", count: int | None = None, dtype
     return out
 
 
+def all_gather_chunks(comm, chunk, count: int, algo: str = "ring"):
+    """The inverse of ``reduce_scatter``: rank r holds chunk r of a `count`-element vector (chunks as
+    ``chunk_bounds``, lengths may differ by one); every rank ends with the whole vector."""
+    offsets, lengths = chunk_bounds(count, comm.world_size)
+    o, n = int(offsets[comm.rank]), int(lengths[comm.rank])
+    if chunk.numel() != n:
+        raise ValueError(f"chunk: rank {comm.rank} must hold {n} of the {count} elements, got {chunk.numel()}")
+    out = torch.empty(count, dtype=chunk.dtype)
+    out[o:o + n] = chunk.reshape(-1)
+    _run(comm, "allgather", algo, out, None, chunk.dtype)
+    return out
+
+
 def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, dtype=torch.float32):
     """Sum `tensor` across ranks and keep chunk `rank` of the result (chunks as ``chunk_bounds``).
 
@@ -150,4 +163,4 @@ def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, d
 
 
 __all__ = ["ALGORITHMS", "ALIASES", "resolve", "schedule", "execute", "Step", "chunk_bounds",
-           "allreduce", "broadcast", "reduce", "all_gather", "reduce_scatter"]
+           "allreduce", "broadcast", "reduce", "all_gather", "all_gather_chunks", "reduce_scatter"]

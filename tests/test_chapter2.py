@@ -1,0 +1,80 @@
+"""Chapter 2's pieces: ZeRO's sharded step, the ring snapshots, the panel, the bench command."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import netlab
+from netlab import cost, zero
+from netlab.ui import ch2
+
+NET = netlab.network("10Gbit/s", "5us")
+
+
+def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
+    kw = dict(ranks=4, network=NET, device=netlab.device("cpu-core"))
+    sharded = netlab.run(zero.sharded_adam_step, sharded=True, **kw)
+    plain = netlab.run(zero.sharded_adam_step, sharded=False, **kw)
+    assert sum(v["bytes_sent"] for v in sharded.values) == sum(v["bytes_sent"] for v in plain.values)
+    assert sharded.trace.makespan == pytest.approx(plain.trace.makespan, rel=1e-9)
+    for s, p in zip(sharded.values, plain.values):
+        assert s["state_bytes"] * 4 == pytest.approx(p["state_bytes"], abs=16)    # 1/p, up to rounding
+        torch.testing.assert_close(s["params"], p["params"], rtol=1e-5, atol=1e-6)
+
+
+def test_ring_snapshots_show_the_textbook_states():
+    p = 4
+    shots = ch2.ring_snapshots(p)
+    assert len(shots) == 2 * (p - 1) + 1
+    assert shots[0] == [[1 << r] * p for r in range(p)]                  # each rank: only itself
+    after_rs = shots[p - 1]
+    for r in range(p):
+        assert after_rs[r][(r + 1) % p] == (1 << p) - 1                 # rank r owns chunk r+1, summed
+    assert all(cell == (1 << p) - 1 for row in shots[-1] for cell in row)
+
+
+def test_examples_agree_with_their_definitions():
+    values = ch2.example("allreduce", ranks=3, n=2)
+    assert all(after == [60, 63] for _, after in values)                 # 10+20+30, 11+21+31
+    gathered = ch2.example("allgather", ranks=3)
+    assert all(after == [10, 20, 30] for _, after in gathered)
+
+
+def test_panel_measures_every_algorithm_beside_its_formula(capsys):
+    panel = ch2.CollectivePanel(ranks=4, size="1M", bandwidth="10Gbit/s")
+    rows = panel.rows
+    assert {r["algo"] for r in rows} == set(ch2.FLAT)
+    for r in rows:
+        assert r["time_s"] == pytest.approx(r["predicted_s"], rel=0.01)
+    panel.controls["ranks"].value = 8
+    assert panel.rows[0]["ranks"] == 8
+
+
+def test_bench_command_json_and_check():
+    out = subprocess.run([sys.executable, "-m", "netlab", "bench", "allreduce", "--ranks", "8", "--algo", "ring",
+                          "--bandwidth", "100Gbit/s", "--latency", "5us", "--sizes", "1K:256M", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert len(rows) == 19
+    assert {"collective", "algo", "ranks", "bytes", "time_s", "predicted_s", "algbw_GBps", "busbw_GBps"} <= set(rows[0])
+    for r in rows:
+        assert r["time_s"] == pytest.approx(r["predicted_s"], rel=0.01)
+    assert rows[-1]["busbw_GBps"] / 12.5 > 0.99                         # busbw -> link bandwidth
+    checked = subprocess.run([sys.executable, "-m", "netlab", "bench", "reduce_scatter", "--ranks", "5", "--algo", "all",
+                              "--preset", "25GbE", "--sizes", "1K,1M", "--check", "--dtype", "int32"],
+                             capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.count(" ok") == 4
+    bad = subprocess.run([sys.executable, "-m", "netlab", "bench", "allreduce", "--algo", "torch", "--bandwidth", "1Gbit/s"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("netlab bench: error: algo:")
+
+
+def test_wall_clock_bench_against_torch_runs():
+    from netlab.bench import bench
+    rows = bench("allreduce", "torch", 2, [4096], None, iters=2) + bench("allreduce", "ring", 2, [4096], None, iters=2)
+    assert all(r["time_s"] > 0 and r["predicted_s"] is None and r["clock"] == "wall" for r in rows)
+    assert cost.busbw("allreduce", 2, 4096, rows[0]["time_s"]) > 0
