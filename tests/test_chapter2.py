@@ -78,3 +78,15 @@ def test_wall_clock_bench_against_torch_runs():
     rows = bench("allreduce", "torch", 2, [4096], None, iters=2) + bench("allreduce", "ring", 2, [4096], None, iters=2)
     assert all(r["time_s"] > 0 and r["predicted_s"] is None and r["clock"] == "wall" for r in rows)
     assert cost.busbw("allreduce", 2, 4096, rows[0]["time_s"]) > 0
+
+
+def test_bench_under_torchrun_measures_the_real_transport():
+    import os
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    out = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", "-m", "netlab", "bench", "allreduce",
+                          "--algo", "ring", "--sizes", "4K,64K", "--check", "--json"],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = json.loads(out.stdout)                                        # printed once, by rank 0
+    assert [r["check"] for r in rows] == ["ok", "ok"] and all(r["clock"] == "wall" for r in rows)
