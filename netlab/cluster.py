@@ -86,7 +86,8 @@ class Cluster:
 
     _run_ids = itertools.count(1)
 
-    def __init__(self, world_size: int, pg_timeout: float = DEFAULT_TIMEOUT, start_timeout: float = 120.0):
+    def __init__(self, world_size: int, pg_timeout: float = 900.0, start_timeout: float = 120.0):
+        # pg_timeout is gloo's own backstop; each run's `timeout` (enforced here, default 60 s) comes first
         self.world_size = check_ranks(world_size)
         self.pg_timeout = pg_timeout
         ctx = mp.get_context("forkserver")
