@@ -1,0 +1,131 @@
+"""When compression pays: the step time of each method across bandwidths, and where it crosses fp32.
+
+A compressed step costs   compute (forward + backward + optimizer, FLOPs on the device preset)
+                        + encode and decode (measured, scaled to the device: ``codec_cost``)
+                        + communication of the compressed bytes (the emulated network).
+Compression removes bytes but adds encode/decode compute, and an all-gather (top-k, sign, QSGD)
+grows with the number of ranks where an all-reduce does not. On a slow link the bytes dominate and
+compression wins; on a fast link the codec dominates and fp32 wins (Agarwal et al., MLSys 2022:
+compression beat tuned synchronous training in 6 of 200+ setups).
+
+``step_times`` measures one real training step per method on real ranks for each bandwidth (one
+``netlab.run`` per bandwidth; every method's step inside it starts from a fresh clock after a
+barrier, on the same real gradient). ``crossover`` finds where a method's curve crosses the
+baseline's: between two measured bandwidths the step time is a + b/B (every message costs
+alpha + n/B on an uncontended network), so the crossing is solved exactly on that segment.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.distributed as dist
+
+from .. import cluster, data, train
+from ..net.network import network as make_network
+from ..net.presets import Device, device as make_device
+from . import check_method, make
+from .codec_cost import codec_seconds
+
+BANDWIDTHS = ["100Mbit/s", "400Mbit/s", "1Gbit/s", "4Gbit/s", "10Gbit/s", "25Gbit/s", "40Gbit/s",
+              "100Gbit/s", "200Gbit/s", "400Gbit/s"]
+
+
+def _spec(item) -> tuple[str, dict, bool]:
+    """'topk' or ('topk', {'ratio': 0.01}) or ('topk', {...}, error_feedback) -> (name, options, ef)."""
+    if isinstance(item, str):
+        return check_method(item), {}, item != "none"
+    name, options, *rest = item
+    return check_method(name), dict(options), bool(rest[0]) if rest else name != "none"
+
+
+def label(method: str, options: dict) -> str:
+    knobs = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in options.items())
+    return f"{method} ({knobs})" if knobs else method
+
+
+def one_step_each(comm, specs, width, layers, batch, seed=0):
+    """Rank function: one training step per spec, each from a fresh clock; (clock, bytes) per spec."""
+    model = train.make_model(width, layers, seed)
+    x, y = data.load("train")
+    idx = train.batch_indices(0, comm.rank, comm.world_size, batch, len(y), seed)
+    flops = train.step_flops(width, layers, batch)
+    train.local_step(comm, model, x, y, idx, comm.world_size * batch, flops)
+    grad = train.flat_grad(model)                   # the same real gradient for every method
+    shapes = [tuple(p.shape) for p in model.parameters()]
+    out = []
+    for name, options, ef, encode_s, decode_s in specs:
+        sync = make(name, ef, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank, seed=seed,
+                    encode_s=encode_s, decode_s=decode_s, **options)
+        dist.barrier(group=comm.group)              # every rank done with the previous method
+        comm.restart_clock()
+        sent = comm.bytes_sent
+        comm.compute_for(flops=flops, label="forward+backward")
+        summed = sync.sync(comm, grad.clone(), 0)
+        comm.compute_for(flops=2 * grad.numel(), label="optimizer")          # plain SGD, as sgd_update
+        out.append({"clock": comm.now(), "wire_bytes": comm.bytes_sent - sent, "payload_bytes": sync.payload_bytes,
+                    "communicator": sync.communicator, "finite": bool(torch.isfinite(summed).all())})
+    return out
+
+
+def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128, layers: int = 2,
+               batch: int = 32, latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
+               codec: str = "measured", progress: bool = False) -> list[dict]:
+    """One row per (method, bandwidth): step time and its parts, measured on real ranks."""
+    from tqdm.auto import tqdm
+    cluster.check_ranks(ranks)
+    train.check_model(width, layers)
+    if codec not in ("measured", "free"):
+        raise ValueError(f"codec: must be 'measured' or 'free', got {codec!r}")
+    dev = device if isinstance(device, Device) else make_device(device, efficiency)
+    specs = []
+    for item in methods:
+        name, options, ef = _spec(item)
+        enc, dec = codec_seconds(name, ranks, width, layers, batch, dev, ef, **options) if codec == "measured" else (0.0, 0.0)
+        specs.append((name, options, ef, enc, dec))
+    nets = [(bw, make_network(bw, latency)) for bw in bandwidths]     # bad input fails before any run
+    flops = train.step_flops(width, layers, batch)
+    compute_s = dev.seconds(flops) + dev.seconds(2 * train.parameter_count(width, layers))
+    rows = []
+    for bw, net in tqdm(nets, desc="bandwidths", disable=not progress):
+        res = cluster.run(one_step_each, ranks=ranks, network=net, device=dev, timeout=120, specs=specs,
+                          width=width, layers=layers, batch=batch)
+        for i, (name, options, ef, enc, dec) in enumerate(specs):
+            step = max(v[i]["clock"] for v in res.values)
+            gathered = res.values[0][i]["communicator"] == "allgather"      # decodes one payload per rank
+            codec_s = enc + dec * (ranks if gathered else 1)
+            rows.append({"method": name, "label": label(name, options), "options": options,
+                         "error_feedback": ef, "bandwidth": bw, "bandwidth_Bps": net.nic.bandwidth,
+                         "communicator": res.values[0][i]["communicator"], "ranks": ranks, "step_s": step, "compute_s": compute_s, "codec_s": codec_s,
+                         "comm_s": step - compute_s - codec_s,
+                         "wire_bytes": sum(v[i]["wire_bytes"] for v in res.values) / ranks,
+                         "payload_bytes": res.values[0][i]["payload_bytes"]})
+    return rows
+
+
+def crossover(rows: list[dict], method_label: str, baseline_label: str = "none") -> float | None:
+    """Bandwidth (bytes/s) above which `method_label` stops beating the baseline; None if no crossing.
+
+    Solved on the measured segment where the sign flips, with t = a + b/B on that segment.
+    """
+    mine = sorted((r["bandwidth_Bps"], r["step_s"]) for r in rows if r["label"] == method_label)
+    base = dict((r["bandwidth_Bps"], r["step_s"]) for r in rows if r["label"] == baseline_label)
+    if not mine or not base:
+        raise ValueError(f"method_label: no rows for {method_label!r} and {baseline_label!r}")
+    diff = [(1 / bw, t - base[bw]) for bw, t in mine if bw in base]    # (u = 1/B, method - baseline)
+    for (u1, d1), (u2, d2) in zip(diff, diff[1:]):
+        if d1 == 0:
+            return 1 / u1
+        if (d1 < 0) != (d2 < 0):
+            u = u1 + d1 * (u2 - u1) / (d1 - d2)                        # linear in u on the segment
+            return 1 / u
+    return None
+
+
+def bandwidth_label(bps: float | None) -> str:
+    if bps is None or math.isnan(bps):
+        return "none in range"
+    return f"{bps * 8 / 1e9:.3g} Gbit/s"
+
+
+__all__ = ["BANDWIDTHS", "step_times", "crossover", "bandwidth_label", "one_step_each"]

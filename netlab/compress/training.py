@@ -1,0 +1,146 @@
+"""Train chapter 1's digits MLP on real ranks with a compressed gradient exchange.
+
+``train_compressed`` is the rank function: chapter 1's loop (``netlab.train``'s helpers: batches,
+forward/backward charged by FLOPs, SGD) with ``sync`` replaced by a compression pipeline, and the
+optimizer's momentum turned off when the method carries its own (DGC's momentum correction needs
+that control, which is why this loop is not ``train.train``). It records accuracy against steps and
+against the virtual clock, and the bytes each rank really put on the wire per step.
+
+``run_training`` launches it: it measures the codec's compute cost first (``codec_cost``), so that
+compressing is charged to the clock like any other compute, then returns a ``TrainResult``.
+
+Divergence: the summed gradient is the same on every rank, so when it stops being finite all ranks
+see it at once, stop, and report the step (the last finite model is evaluated). A run never hangs
+on a NaN.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from .. import cluster, data, train
+from ..net.network import network as make_network
+from ..net.presets import Device, device as make_device
+from . import check_method, make
+
+CHAPTER = {"width": 128, "layers": 2, "batch": 32, "lr": 0.1, "momentum": 0.0}   # the chapter's setup
+
+
+def train_compressed(comm, method: str = "none", error_feedback: bool = False, steps: int = 300,
+                     width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
+                     seed: int = 0, eval_every: int = 10, encode_s: float = 0.0, decode_s: float = 0.0,
+                     **options) -> dict:
+    """Rank function: train with `method`; history of accuracy (rank 0), time and wire bytes."""
+    model = train.make_model(width, layers, seed)
+    shapes = [tuple(p.shape) for p in model.parameters()]
+    sync = make(method, error_feedback, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank,
+                seed=seed, encode_s=encode_s, decode_s=decode_s, **options)
+    opt_momentum = 0.0 if sync.handles_momentum else momentum
+    x, y = data.load("train")
+    xt, yt = data.load("test")
+    flops = train.step_flops(width, layers, batch)
+    hist = {"step": [], "time_s": [], "loss": [], "accuracy": [], "wire_bytes": 0, "payload_bytes": 0,
+            "steps_done": 0, "diverged": None}
+    velocities: list = []
+    for s in range(steps):
+        idx = train.batch_indices(s, comm.rank, comm.world_size, batch, len(y), seed)
+        loss = train.local_step(comm, model, x, y, idx, comm.world_size * batch, flops)
+        sent = comm.bytes_sent
+        flat = sync.sync(comm, train.flat_grad(model), s)
+        hist["wire_bytes"] += comm.bytes_sent - sent
+        hist["payload_bytes"] += sync.payload_bytes
+        if not torch.isfinite(flat).all():            # identical on every rank: all stop together
+            hist["diverged"] = s
+        else:
+            train.set_flat_grad(model, flat)
+            train.sgd_update(comm, model, lr, opt_momentum, velocities)
+            hist["steps_done"] = s + 1
+        last = s == steps - 1 or hist["diverged"] is not None
+        if (s + 1) % eval_every == 0 or last:
+            hist["step"].append(s + 1)
+            hist["time_s"].append(comm.now())
+            hist["loss"].append(loss)
+            hist["accuracy"].append(train.accuracy(model, xt, yt) if comm.rank == 0 else math.nan)
+        if hist["diverged"] is not None:
+            break
+    hist["clock_s"] = comm.now()
+    return hist
+
+
+@dataclass
+class TrainResult:
+    method: str
+    error_feedback: bool
+    options: dict
+    steps: list                 # evaluation points (step numbers)
+    accuracy: list              # test accuracy at each point (rank 0's model; all ranks hold the same)
+    time_s: list                # virtual (or wall) clock at each point, rank 0
+    loss: list                  # global-batch training loss at each point
+    final_accuracy: float
+    bytes_per_step: float       # bytes one rank sent per step, mean over ranks and steps (wire)
+    payload_bytes: float        # bytes of one rank's compressed gradient per step (mean)
+    dense_bytes: int            # fp32 gradient bytes per rank
+    compression_ratio: float    # dense_bytes / payload_bytes
+    step_s: float               # mean step time on the clock (slowest rank / steps)
+    diverged: int | None        # the step at which the summed gradient stopped being finite
+    encode_s: float             # charged compute per step for compressing (seconds, device-scaled)
+    decode_s: float             # ... per decoded payload
+    setup: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_int(value, name, low, high=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        span = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name}: must be a whole number {span}, got {value!r}")
+    return value
+
+
+def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_feedback: bool = False,
+                 bandwidth="1Gbit/s", latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
+                 width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
+                 seed: int = 0, eval_every: int | None = None, codec: str = "measured", timeout: float = 300.0,
+                 **options) -> TrainResult:
+    """Train with `method` on `ranks` real ranks over an emulated network; see ``TrainResult``.
+
+    codec: "measured" charges the measured compress/decompress compute (``codec_cost``); "free"
+    charges nothing (deterministic times, for tests).
+    """
+    from .codec_cost import codec_seconds
+    check_method(method)
+    cluster.check_ranks(ranks)
+    train.check_model(width, layers)
+    _check_int(steps, "steps", 1, 100_000)
+    _check_int(batch, "batch", 1)
+    if codec not in ("measured", "free"):
+        raise ValueError(f"codec: must be 'measured' or 'free', got {codec!r}")
+    if not lr > 0:
+        raise ValueError(f"lr: must be greater than zero, got {lr!r}")
+    net = make_network(bandwidth, latency)
+    dev = device if isinstance(device, Device) else make_device(device, efficiency)
+    eval_every = eval_every or max(1, steps // 20)
+    encode_s = decode_s = 0.0
+    if codec == "measured":
+        encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, error_feedback, **options)
+    if not cluster.under_torchrun():
+        cluster.check_memory(ranks, 80e6 + 12 * train.grad_bytes(width, layers), "this training run")
+    res = cluster.run(train_compressed, ranks=ranks, network=net, device=dev, timeout=timeout, method=method,
+                      error_feedback=error_feedback, steps=steps, width=width, layers=layers, batch=batch, lr=lr,
+                      momentum=momentum, seed=seed, eval_every=eval_every, encode_s=encode_s, decode_s=decode_s,
+                      **options)
+    h0 = res.values[0]
+    done = steps if h0["diverged"] is None else h0["diverged"] + 1      # gradient exchanges that ran
+    losses = [sum(v["loss"][i] for v in res.values) for i in range(len(h0["loss"]))]
+    wire = sum(v["wire_bytes"] for v in res.values) / (ranks * done)
+    payload = sum(v["payload_bytes"] for v in res.values) / (ranks * done)
+    dense = train.grad_bytes(width, layers)
+    setup = {"ranks": ranks, "network": net.describe(), "device": dev.name, "efficiency": dev.efficiency,
+             "width": width, "layers": layers, "batch_per_rank": batch, "lr": lr, "momentum": momentum,
+             "seed": seed, "codec": codec}
+    return TrainResult(method, error_feedback, dict(options), h0["step"], h0["accuracy"], h0["time_s"], losses,
+                       h0["accuracy"][-1], wire, payload, dense, dense / payload if payload else math.inf,
+                       res.trace.makespan / done, h0["diverged"], encode_s, decode_s, setup)
