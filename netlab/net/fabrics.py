@@ -1,0 +1,198 @@
+"""Builders of the fabrics of chapter 5: k-ary fat-tree, two-tier spine-leaf, one switch, ring, 2-D torus.
+
+    fat_tree(16)                                    # 1,024 hosts, 320 switches, 100GbE everywhere
+    spine_leaf(leaves=8, spines=4, ratio=4, ports_per_leaf=16)      # 4:1 oversubscribed leaves
+    fat_tree(16, host=Host(8, nics=8, rail=True))   # 128 servers of 8 accelerators, rail-optimized
+    torus(8, 8)                                     # accelerators wired directly, 4 links each
+
+* Fat-tree (Al-Fares, Loukissas & Vahdat, SIGCOMM 2008): k pods of k/2 edge and k/2 aggregation
+  switches, (k/2)^2 core switches, k^3/4 host ports; every link the same speed, so the fabric has
+  full bisection bandwidth and (k/2)^2 shortest paths between hosts in different pods.
+* Spine-leaf: every leaf has one uplink to every spine. A leaf with D host ports of bandwidth B
+  and oversubscription ratio R gets uplinks of D*B / (R*S) each (S spines): total down : up = R : 1.
+* Star: one non-blocking switch, each accelerator with its own NIC port -- exactly the model the
+  real ranks use (``Network``), which is how the simulator is checked against them.
+* Ring and torus: direct networks; every accelerator forwards traffic for others.
+
+Link speeds and latencies come from ``netlab.net.presets`` (a NIC preset's latency is its
+end-to-end alpha; switch-to-switch links add ``hop_latency``, 0 by default). Left out: three-tier
+oversubscription inside a fat-tree, multi-plane fabrics, failures.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .network import Link, Network
+from .topology import Builder, Host, Topology, as_link
+
+
+def _even(k, name="k"):
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
+        raise ValueError(f"{name}: must be an even whole number >= 2, got {k!r}")
+    return k
+
+
+def _count(n, name, low=1):
+    if isinstance(n, bool) or not isinstance(n, int) or n < low:
+        raise ValueError(f"{name}: must be a whole number >= {low}, got {n!r}")
+    return n
+
+
+def _hosts_of(hosts, ports, host: Host):
+    most = ports // host.nics
+    if hosts is None:
+        return most
+    _count(hosts, "hosts")
+    return hosts
+
+
+def fat_tree(k: int, nic="100GbE", host: Host | None = None, hosts: int | None = None,
+             hop_latency: float = 0.0) -> Topology:
+    """A k-ary fat-tree with `hosts` servers (default: as many as its k^3/4 ports hold)."""
+    k, host, nic = _even(k), host or Host(), as_link(nic, "nic")
+    half = k // 2
+    if host.nics > 1 and host.rail and half % host.nics:
+        raise ValueError(f"nics: rail wiring in a k={k} fat-tree needs the NICs per host to divide k/2 = {half}")
+    n_hosts = _hosts_of(hosts, k ** 3 // 4, host)
+    b = Builder()
+    width = max(n_hosts, 1)
+    per_edge = width / (k * half)                            # hosts drawn under one edge switch
+    core = [b.node(f"core{i}", "switch", ((i + 0.5) * width / half ** 2 - 0.5, 3.5)) for i in range(half ** 2)]
+    edges = []
+    for pod in range(k):
+        aggs = [b.node(f"agg{pod}.{j}", "switch", ((pod * half + j + 0.5) * per_edge - 0.5, 2.5)) for j in range(half)]
+        for j, a in enumerate(aggs):
+            for c in range(half):
+                b.link(a, core[j * half + c], nic, "fabric", latency=hop_latency)
+        for j in range(half):
+            e = b.node(f"edge{pod}.{j}", "switch", ((pod * half + j + 0.5) * per_edge - 0.5, 1.5))
+            for a in aggs:
+                b.link(e, a, nic, "fabric", latency=hop_latency)
+            edges.append(e)
+    endpoints, host_of = b.hosts(edges, half, n_hosts, host, nic, group_leaves=half)
+    return Topology(f"fattree:{k}", b.g, endpoints, host_of, host.accelerators, hop_latency=hop_latency,
+                    nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
+                    description=f"k={k} fat-tree ({k ** 3 // 4} ports, {len(core) + k * k} switches), "
+                                f"{n_hosts} hosts, {host.describe()}, links {nic.describe()}")
+
+
+def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int = 16, nic="100GbE",
+               host: Host | None = None, hosts: int | None = None, hop_latency: float = 0.0) -> Topology:
+    """Two tiers: `leaves` leaf switches with `ports_per_leaf` host ports each, every leaf wired to
+    every one of `spines` spines; leaf uplinks sized for an oversubscription of `ratio` : 1."""
+    _count(leaves, "leaves")
+    _count(spines, "spines")
+    _count(ports_per_leaf, "ports_per_leaf")
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio > 0 or math.isinf(ratio):
+        raise ValueError(f"ratio: oversubscription must be a number greater than zero, got {ratio!r}")
+    host, nic = host or Host(), as_link(nic, "nic")
+    n_hosts = _hosts_of(hosts, leaves * ports_per_leaf, host)
+    uplink = Link(ports_per_leaf * nic.bandwidth / (ratio * spines), hop_latency, "uplink")
+    b = Builder()
+    width = max(n_hosts, 1)
+    spine = [b.node(f"spine{i}", "switch", ((i + 0.5) * width / spines - 0.5, 2.5)) for i in range(spines)]
+    leaf = []
+    for i in range(leaves):
+        v = b.node(f"leaf{i}", "switch", ((i + 0.5) * width / leaves - 0.5, 1.5))
+        for s in spine:
+            b.link(v, s, uplink, "fabric")
+        leaf.append(v)
+    endpoints, host_of = b.hosts(leaf, ports_per_leaf, n_hosts, host, nic)
+    return Topology(f"spineleaf:{leaves}:{spines}:{ratio:g}", b.g, endpoints, host_of, host.accelerators,
+                    hop_latency=hop_latency, nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
+                    description=f"spine-leaf, {leaves} leaves x {spines} spines, {ratio:g}:1 oversubscribed "
+                                f"({ports_per_leaf} ports per leaf, uplinks {uplink.bandwidth * 8 / 1e9:g} Gbit/s), "
+                                f"{n_hosts} hosts, {host.describe()}, NIC {nic.describe()}")
+
+
+def star(hosts: int, nic="100GbE", host: Host | None = None) -> Topology:
+    """One non-blocking switch: every NIC one port. With one NIC per accelerator this is ``Network``."""
+    _count(hosts, "hosts")
+    host, nic = replace(host or Host(), rail=False), as_link(nic, "nic")     # one switch: nothing to wire by rail
+    b = Builder()
+    sw = b.node("switch", "switch", ((hosts - 1) / 2, 1.5))
+    endpoints, host_of = b.hosts([sw], hosts * host.nics, hosts, host, nic)
+    return Topology("star", b.g, endpoints, host_of, host.accelerators, nic=nic,
+                    intra=as_link(host.intra) if host.accelerators > 1 else None,
+                    description=f"one non-blocking switch, {hosts} hosts, {host.describe()}, NIC {nic.describe()}")
+
+
+def from_network(net: Network, ranks: int) -> Topology:
+    """The topology the real ranks' ``Network`` describes: hosts of ranks_per_host accelerators, each
+    with its own NIC port on one non-blocking switch, and the intra-host link between them."""
+    g = net.ranks_per_host
+    if ranks % g:
+        raise ValueError(f"ranks: {ranks} ranks do not fill hosts of {g}")
+    host = Host(g, nics=g, intra=net.intra if g > 1 else "NVLink3")
+    return star(ranks // g, nic=net.nic, host=host)
+
+
+def ring(n: int, link="100GbE") -> Topology:
+    """n accelerators in a cycle, each wired to its two neighbours (a direct network)."""
+    _count(n, "n", low=2)
+    link = as_link(link, "link")
+    b = Builder()
+    nodes = [b.node(f"a{i}", "accelerator", (math.cos(2 * math.pi * i / n), math.sin(2 * math.pi * i / n)), i)
+             for i in range(n)]
+    for i in range(n if n > 2 else 1):
+        b.link(nodes[i], nodes[(i + 1) % n], link, "nic")
+    return Topology(f"ring:{n}", b.g, nodes, range(n), direct=True, nic=link,
+                    description=f"ring of {n} accelerators, links {link.describe()}")
+
+
+def torus(x: int, y: int, link="100GbE") -> Topology:
+    """An x-by-y 2-D torus: accelerator (i, j) wired to (i+-1, j) and (i, j+-1), wrapping around."""
+    _count(x, "x", low=2)
+    _count(y, "y", low=2)
+    link = as_link(link, "link")
+    b = Builder()
+    nodes = [[b.node(f"a{i}.{j}", "accelerator", (i, j), i * y + j) for j in range(y)] for i in range(x)]
+    for i in range(x):
+        for j in range(y):
+            if x > 2 or i == 0:
+                b.link(nodes[i][j], nodes[(i + 1) % x][j], link, "nic")
+            if y > 2 or j == 0:
+                b.link(nodes[i][j], nodes[i][(j + 1) % y], link, "nic")
+    flat = [v for row in nodes for v in row]
+    return Topology(f"torus:{x}x{y}", b.g, flat, range(x * y), direct=True, nic=link,
+                    description=f"{x}x{y} torus, links {link.describe()}")
+
+
+def parse(spec: str, ranks: int, nic="100GbE", host: Host | None = None, hop_latency: float = 0.0) -> Topology:
+    """A topology from a short spec sized for `ranks`: 'fattree:16', 'spineleaf:8:4:2' (leaves,
+    spines, ratio), 'star', 'ring', 'torus' or 'torus:8x8'."""
+    host = host or Host()
+    _count(ranks, "ranks")
+    parts = str(spec).lower().split(":")
+    kind, args = parts[0].replace("-", "").replace("_", ""), parts[1:]
+    hosts = -(-ranks // host.accelerators)
+    try:
+        if kind == "fattree" and len(args) == 1:
+            return fat_tree(int(args[0]), nic, host, hop_latency=hop_latency)
+        if kind == "spineleaf" and len(args) == 3:
+            leaves, spines, ratio = int(args[0]), int(args[1]), float(args[2])
+            per_leaf = -(-hosts * host.nics // max(leaves, 1))
+            if host.nics > 1 and host.rail:               # rail groups: ports_per_leaf hosts per group
+                per_leaf = -(-hosts // max(leaves // host.nics, 1))
+            return spine_leaf(leaves, spines, ratio, max(per_leaf, 1), nic, host, hosts=hosts, hop_latency=hop_latency)
+        if kind == "star" and not args:
+            return star(hosts, nic, host)
+        if kind == "ring" and not args:
+            return ring(ranks, nic)
+        if kind == "torus" and len(args) <= 1:
+            if args:
+                x, y = (int(v) for v in args[0].split("x"))
+            else:
+                x = max(d for d in range(1, int(math.isqrt(ranks)) + 1) if ranks % d == 0)
+                y = ranks // x
+            return torus(x, y, nic)
+    except ValueError as exc:
+        if str(exc).split(":")[0] in ("k", "leaves", "spines", "ratio", "ports_per_leaf", "hosts", "nics", "x", "y", "n"):
+            raise ValueError(f"topology: {exc}") from None
+        if "invalid literal" in str(exc) or "could not convert" in str(exc) or "unpack" in str(exc):
+            raise ValueError(f"topology: cannot read {spec!r} (numbers expected, e.g. 'fattree:16', "
+                             "'spineleaf:8:4:2', 'torus:8x8')") from None
+        raise
+    raise ValueError(f"topology: unknown {spec!r}; use fattree:K, spineleaf:LEAVES:SPINES:RATIO, star, ring, "
+                     "torus or torus:XxY")

@@ -1,0 +1,63 @@
+"""Collectives on thousands of simulated ranks over a modelled fabric (chapter 5).
+
+    from netlab import sim
+    from netlab.net import fabrics
+    topo = fabrics.fat_tree(16)                                    # 1,024 accelerators
+    r = sim.simulate(topo, "allreduce", "ring", nbytes=64 << 20)   # the lab's own ring schedule
+    r.time_s, r.busbw_GBps, r.bottleneck_label, r.wall_s
+
+The simulator runs the very schedules the real ranks run (``netlab.collectives.schedule``: one
+definition of each algorithm), as arrays of sizes, on a ``Topology`` with routing (ECMP hash,
+spraying, adaptive) and max-min fair link sharing. See ``engine.py`` for the time model and what
+it leaves out, ``fabric.py`` for max-min, ``traffic.py`` for non-collective patterns (parameter
+server), ``compare.py`` for the same run on real ranks beside it.
+"""
+from __future__ import annotations
+
+from .. import collectives
+from ..net.topology import Topology
+from .engine import SimResult, Simulator
+from .fabric import max_min, max_min_rates
+
+
+def counts(collective: str, nbytes: int, p: int, element_size: int = 4) -> tuple[int, int]:
+    """(elements in the schedule, S actually used): as ``netlab bench`` rounds sizes."""
+    if collective == "allgather":
+        per_rank = max(1, nbytes // (p * element_size))
+        return per_rank * p, per_rank * p * element_size
+    count = max(1, nbytes // element_size)
+    return count, count * element_size
+
+
+def steps(collective: str, algo: str, ranks: int, nbytes: int, ranks_per_host: int | None = None,
+          element_size: int = 4, root: int = 0):
+    """The schedule the real ranks would run, and S: (steps, S)."""
+    collective, algo = collectives.resolve(collective, algo)
+    count, s = counts(collective, nbytes, ranks, element_size)
+    return collectives.schedule(collective, algo, ranks, count, ranks_per_host=ranks_per_host, root=root), s
+
+
+def simulate(topology: Topology, collective: str = "allreduce", algo: str = "ring", nbytes: int = 64 << 20,
+             ranks: int | None = None, *, placement: str = "ordered", routing: str = "ecmp", seed: int = 0,
+             gamma: float = 0.0, ranks_per_host: int | None = None, element_size: int = 4,
+             record: bool = False, simulator: Simulator | None = None) -> SimResult:
+    """Simulate one collective of S = `nbytes` on `ranks` ranks of `topology` (default: all of it).
+
+    Hierarchical algorithms group ranks by the topology's accelerators per host unless
+    `ranks_per_host` says otherwise. Pass a ``Simulator`` to reuse its routes across sizes.
+    """
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
+        raise ValueError(f"size: must be a whole number of bytes >= 1, got {nbytes!r}")
+    sim = simulator or Simulator(topology, ranks, placement, routing, seed, gamma)
+    collective, algo = collectives.resolve(collective, algo)
+    g = ranks_per_host or topology.accelerators_per_host
+    schedule, s = steps(collective, algo, sim.ranks, nbytes, g, element_size)
+    return sim.run(schedule, element_size, collective, algo, s, record)
+
+
+def allreduce(topology: Topology, algo: str = "ring", nbytes: int = 64 << 20, ranks: int | None = None, **options):
+    """``simulate(topology, 'allreduce', algo, nbytes, ranks, ...)``."""
+    return simulate(topology, "allreduce", algo, nbytes, ranks, **options)
+
+
+__all__ = ["Simulator", "SimResult", "simulate", "allreduce", "steps", "counts", "max_min", "max_min_rates"]

@@ -1,0 +1,42 @@
+"""The same collective on real ranks and in the simulator, side by side.
+
+Real ranks: ``netlab.run`` on an emulated ``Network`` (per-rank NIC ports, hosts with an
+intra-host link), size-only messages, virtual time. Simulator: the topology that network
+describes (``fabrics.from_network``: one non-blocking switch, a NIC per rank, the intra-host
+link), the same schedule. Both report their time and every message sent; where the two models
+overlap they must agree (a test holds them to 1 % and the identical message pattern).
+"""
+from __future__ import annotations
+
+from .. import cluster, cost
+from ..bench import CALLS
+from ..bench import counts as bench_counts
+from ..collectives import resolve
+from ..net import fabrics
+from ..net.network import Network
+from . import simulate
+
+
+def _timed(comm, collective, algo, count):
+    """Runs on every rank: one size-only collective; its virtual duration on this rank."""
+    start = comm.now()
+    CALLS[collective](comm, None, algo=algo, count=count)
+    return comm.now() - start
+
+
+def side_by_side(network: Network, ranks: int, collective: str = "allreduce", algo: str = "ring",
+                 nbytes: int = 1 << 20, timeout: float = 60.0) -> dict:
+    """Run one collective both ways; times in seconds, S in bytes (GB = 1e9 B)."""
+    collective, algo = resolve(collective, algo)
+    count, s = bench_counts(collective, nbytes, ranks, 4)
+    res = cluster.run(_timed, collective, algo, count, ranks=ranks, network=network, timeout=timeout)
+    real_s = max(res.values)
+    topo = fabrics.from_network(network, ranks)
+    r = simulate(topo, collective, algo, s, ranks, gamma=network.gamma, ranks_per_host=network.ranks_per_host,
+                 record=True)
+    real_pattern, sim_pattern = res.trace.message_pattern(), r.message_pattern()
+    return {"collective": collective, "algo": algo, "ranks": ranks, "bytes": s,
+            "real_s": real_s, "sim_s": r.time_s, "formula_s": cost.time(collective, algo, ranks, s, network),
+            "error": r.time_s / real_s - 1 if real_s > 0 else 0.0,
+            "messages": len(real_pattern), "same_pattern": real_pattern == sim_pattern,
+            "real_wall_s": res.wall_s, "sim_wall_s": r.wall_s, "sim": r}
