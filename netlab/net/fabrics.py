@@ -159,33 +159,37 @@ def torus(x: int, y: int, link="100GbE") -> Topology:
                     description=f"{x}x{y} torus, links {link.describe()}")
 
 
-def parse(spec: str, ranks: int, nic="100GbE", host: Host | None = None, hop_latency: float = 0.0) -> Topology:
-    """A topology from a short spec sized for `ranks`: 'fattree:16', 'spineleaf:8:4:2' (leaves,
-    spines, ratio), 'star', 'ring', 'torus' or 'torus:8x8'."""
+def parse(spec: str, ranks: int | None = None, nic="100GbE", host: Host | None = None,
+          hop_latency: float = 0.0) -> Topology:
+    """A topology from a short spec: 'fattree:16', 'spineleaf:8:4:2' (leaves, spines, ratio), 'star',
+    'ring', 'torus' or 'torus:8x8'. Spine-leaf, star, ring and torus are sized for `ranks` (default:
+    16 hosts per leaf, 16 hosts, 16 accelerators); a fat-tree always has its k^3/4 ports."""
     host = host or Host()
-    _count(ranks, "ranks")
+    if ranks is not None:
+        _count(ranks, "ranks")
     parts = str(spec).lower().split(":")
     kind, args = parts[0].replace("-", "").replace("_", ""), parts[1:]
-    hosts = -(-ranks // host.accelerators)
     try:
         if kind == "fattree" and len(args) == 1:
             return fat_tree(int(args[0]), nic, host, hop_latency=hop_latency)
         if kind == "spineleaf" and len(args) == 3:
             leaves, spines, ratio = int(args[0]), int(args[1]), float(args[2])
+            hosts = -(-ranks // host.accelerators) if ranks else max(leaves, 1) * 16 // host.nics
             per_leaf = -(-hosts * host.nics // max(leaves, 1))
             if host.nics > 1 and host.rail:               # rail groups: ports_per_leaf hosts per group
                 per_leaf = -(-hosts // max(leaves // host.nics, 1))
             return spine_leaf(leaves, spines, ratio, max(per_leaf, 1), nic, host, hosts=hosts, hop_latency=hop_latency)
         if kind == "star" and not args:
-            return star(hosts, nic, host)
+            return star(-(-(ranks or 16) // host.accelerators), nic, host)
         if kind == "ring" and not args:
-            return ring(ranks, nic)
+            return ring(ranks or 16, nic)
         if kind == "torus" and len(args) <= 1:
             if args:
                 x, y = (int(v) for v in args[0].split("x"))
             else:
-                x = max(d for d in range(1, int(math.isqrt(ranks)) + 1) if ranks % d == 0)
-                y = ranks // x
+                n = ranks or 16
+                x = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+                y = n // x
             return torus(x, y, nic)
     except ValueError as exc:
         if str(exc).split(":")[0] in ("k", "leaves", "spines", "ratio", "ports_per_leaf", "hosts", "nics", "x", "y", "n"):

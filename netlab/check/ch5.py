@@ -1,0 +1,71 @@
+"""Exercise 5: the student's max-min fair sharing, held to the simulator's on textbook and real cases.
+
+Cases: two flows on one link; a dumbbell whose flows have different access links; the parking
+lot (a long flow crossing three links, each shared with a short flow); and the flows of one ring
+step with shuffled ranks on a k=4 fat-tree and on a 4:1 spine-leaf, routed by ECMP exactly as
+``netlab.sim`` routes them. The reference is ``netlab.sim.fabric.max_min_rates`` (a different
+algorithm: many bottlenecks per round), to a relative 1e-6.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import CheckResult, call_student
+
+GB = 1e9
+
+
+def _textbook():
+    yield "two flows, one link", [["a"], ["a"]], {"a": 10 * GB}
+    yield ("dumbbell", [["x1", "mid"], ["x2", "mid"], ["x3", "mid"]],
+           {"x1": 5 * GB, "x2": 25 * GB, "x3": 25 * GB, "mid": 30 * GB})
+    yield ("parking lot", [["l1", "l2", "l3"], ["l1"], ["l2"], ["l3"]],
+           {"l1": 10 * GB, "l2": 10 * GB, "l3": 4 * GB})
+
+
+def _ring_step(topo, seed: int):
+    """One ring step's flows with shuffled ranks, as link names along their ECMP routes."""
+    from ..net.routing import route
+    p = topo.size
+    slots = topo.placement(p, "shuffled", seed)
+    r = route(topo, topo.endpoints[slots], topo.endpoints[slots[(np.arange(p) + 1) % p]], "ecmp", seed)
+    flows = [[topo.link_label(l) for l in r.path(f)] for f in range(p)]
+    capacity = {topo.link_label(l): float(topo.capacity[l]) for l in np.unique(r.link)}
+    return flows, capacity
+
+
+def _cases():
+    from ..net import fabrics
+    yield from _textbook()
+    yield ("ring step, shuffled, k=4 fat-tree", *_ring_step(fabrics.fat_tree(4), seed=5))
+    yield ("ring step, shuffled, 4:1 spine-leaf", *_ring_step(fabrics.spine_leaf(4, 2, 4, 4), seed=2))
+
+
+def max_min_rates(fn=None, tolerance: float = 1e-6) -> CheckResult:
+    """Compare fn(flows, capacity) with the simulator's max-min rates on every case."""
+    from ..sim.fabric import max_min_rates as reference
+    if fn is None:
+        from ..exercises.ch5_max_min import max_min_rates as fn
+    name = "Exercise 5 (max-min fair sharing)"
+    rows, passed = [], True
+    for case, flows, capacity in _cases():
+        got, problem = call_student(fn, [list(f) for f in flows], dict(capacity))
+        if problem:
+            return CheckResult(name, False, f"{case}: {problem}", rows)
+        want = np.array(reference(flows, capacity))
+        try:
+            got = np.asarray(got, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            return CheckResult(name, False, f"{case}: expected a list of numbers, got {got!r}", rows)
+        if got.size != want.size:
+            return CheckResult(name, False, f"{case}: expected {want.size} rates (one per flow), got {got.size}", rows)
+        error = float(np.max(np.abs(got - want) / want))
+        ok = error <= tolerance
+        passed &= ok
+        rows.append({"case": case, "flows": len(flows), "links": len(capacity),
+                     "your slowest (GB/s)": f"{got.min() / GB:.4g}", "fair slowest (GB/s)": f"{want.min() / GB:.4g}",
+                     "max error": f"{error:.2g}", "ok": "yes" if ok else "no"})
+    message = ("your rates are max-min fair in every case" if passed else
+               "some rates differ: does every round raise all unfrozen flows together, "
+               "and freeze exactly the flows that cross a full link?")
+    return CheckResult(name, passed, message, rows)

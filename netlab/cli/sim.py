@@ -1,0 +1,97 @@
+"""``netlab sim``: a collective (or a traffic pattern) on thousands of simulated ranks over a fabric.
+
+    python -m netlab sim allreduce --topology fattree:16 --ranks 1024 --algo ring --size 64M --json
+    python -m netlab sim allreduce --topology spineleaf:8:4:2 --ranks 128 --placement shuffled --seed 3
+    python -m netlab sim allreduce --topology fattree:16 --gpus-per-host 8 --nics-per-host 8 --algo rail
+    python -m netlab sim ps --topology fattree:8 --servers 4 --size 16M        # parameter-server push/pull
+
+Prints the simulated time, algbw and busbw (nccl-tests' factors, GB = 1e9 B), the most utilized
+link (the bottleneck) and its utilization, the slowest flow's share of its line rate, the
+uncontended alpha-beta formula where one applies, and ``wall_s``: how long the simulation itself took.
+"""
+from __future__ import annotations
+
+from ..net.presets import LINKS
+from ..units import fmt_bytes, fmt_time, parse_bytes, parse_time
+from . import emit
+
+COLLECTIVES = ["allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "ps", "alltoall"]
+
+
+def add_parser(p) -> None:
+    p.add_argument("collective", choices=COLLECTIVES, help="a collective, or a traffic pattern (ps, alltoall)")
+    p.add_argument("--topology", default="fattree:8",
+                   help="fattree:K, spineleaf:LEAVES:SPINES:RATIO, star, ring, torus[:XxY] (default fattree:8)")
+    p.add_argument("--ranks", type=int, default=None, help="simulated ranks (default: every accelerator)")
+    p.add_argument("--algo", default=None, help="algorithm (default ring; tree for broadcast/reduce)")
+    p.add_argument("--size", default="64M", help="S, the collective's buffer, e.g. 64M, 1GB (default 64M)")
+    p.add_argument("--placement", default="ordered", help="ordered (topology-aware) or shuffled")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffled placement and of the ECMP hash")
+    p.add_argument("--routing", default="ecmp", help="ecmp (hash), spray (per packet) or adaptive")
+    p.add_argument("--link", choices=sorted(LINKS), default="100GbE", help="NIC and fabric link preset")
+    p.add_argument("--bandwidth", default=None, help="NIC bandwidth instead of the preset's, e.g. 400Gbit/s")
+    p.add_argument("--latency", default=None, help="NIC alpha instead of the preset's, e.g. 2us")
+    p.add_argument("--hop-latency", default="0", help="latency added per switch passed (default 0)")
+    p.add_argument("--gpus-per-host", type=int, default=1, help="accelerators per server (default 1)")
+    p.add_argument("--nics-per-host", type=int, default=None, help="NICs per server (default: one per accelerator)")
+    p.add_argument("--no-rail", action="store_true", help="wire a server's NICs to one ToR instead of rails")
+    p.add_argument("--intra", choices=sorted(LINKS), default="NVLink3", help="intra-host link (default NVLink3)")
+    p.add_argument("--servers", type=int, default=1, help="parameter servers for 'ps' (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _text(row: dict, description: str) -> str:
+    lines = [f"# netlab sim: {row['collective']} ({row['algo']}) on {row['ranks']} simulated ranks; "
+             f"{row['placement']} placement, {row['routing']} routing",
+             f"# topology: {description}",
+             f"  size (S)        {fmt_bytes(row['bytes'])}",
+             f"  time            {fmt_time(row['time_s'])}" +
+             (f"   (uncontended formula {fmt_time(row['formula_s'])})" if row.get("formula_s") else ""),
+             f"  algbw / busbw   {row['algbw_GBps']:.3f} / {row['busbw_GBps']:.3f} GB/s  (GB = 1e9 B)",
+             f"  bottleneck      {row['bottleneck']} ({row['bottleneck_kind']}), {row['bottleneck_util']:.0%} utilized"
+             + (f", {row['links_as_busy']} links as busy" if row["links_as_busy"] > 1 else ""),
+             f"  slowest flow    {row['slowest_flow_rate']:.2f} x line rate",
+             f"  simulated in    {row['wall_s']:.3f} s ({row['steps']} steps)"]
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    from .. import collectives, cost, sim
+    from ..net import fabrics
+    from ..net.network import Link
+    from ..net.topology import Host
+    from ..sim.traffic import all_to_all, parameter_server
+    nbytes = parse_bytes(args.size, "size")
+    if args.ranks is not None and args.ranks < 1:
+        raise ValueError(f"ranks: must be a whole number >= 1, got {args.ranks}")
+    if args.placement not in ("ordered", "shuffled"):
+        raise ValueError(f"placement: must be 'ordered' or 'shuffled', got {args.placement!r}")
+    if args.routing not in ("ecmp", "spray", "adaptive"):
+        raise ValueError(f"routing: must be ecmp, spray or adaptive, got {args.routing!r}")
+    if args.gpus_per_host < 1:
+        raise ValueError(f"gpus-per-host: must be a whole number >= 1, got {args.gpus_per_host}")
+    nics = args.nics_per_host or args.gpus_per_host
+    if nics < 1 or args.gpus_per_host % nics:
+        raise ValueError(f"nics-per-host: must divide gpus-per-host ({args.gpus_per_host}), got {nics}")
+    nic = Link.of(args.bandwidth, args.latency, args.link)
+    host = Host(args.gpus_per_host, nics=nics, rail=not args.no_rail, intra=args.intra)
+    topo = fabrics.parse(args.topology, args.ranks, nic, host, parse_time(args.hop_latency, "hop-latency"))
+    ranks = args.ranks or topo.size
+    simulator = sim.Simulator(topo, ranks, args.placement, args.routing, args.seed)
+    formula = None
+    if args.collective in ("ps", "alltoall"):
+        count = max(1, nbytes // 4)
+        steps = parameter_server(ranks, count, args.servers) if args.collective == "ps" else all_to_all(ranks, count)
+        result = simulator.run(steps, 4, "allreduce" if args.collective == "ps" else "allgather",
+                               f"{args.collective}" + (f":{args.servers}" if args.collective == "ps" else ""), count * 4)
+    else:
+        default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
+        collective, algo = collectives.resolve(args.collective, args.algo or default)
+        result = sim.simulate(topo, collective, algo, nbytes, ranks, simulator=simulator)
+        if not algo.startswith("hierarchical") or ranks % topo.accelerators_per_host == 0:
+            formula = cost.time(collective, algo, ranks, result.nbytes, topo.network())
+    row = result.summary()
+    row["formula_s"] = formula
+    row["description"] = topo.description
+    emit(row, args.json, _text(row, topo.description))
+    return 0
