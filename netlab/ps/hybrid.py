@@ -1,0 +1,175 @@
+"""BytePS's summation service, BSP: CPU-only servers beside workers that are servers too (colocated).
+
+BytePS (Jiang et al., OSDI 2020) splits the parameter server in two: a Summation Service that only
+adds gradients (cheap, CPU-only machines can do it) and the optimizer, which stays on the workers.
+Its partitions go partly to k extra CPU servers and partly to servers colocated on the p workers
+(``sharding.mixed_map``): with the share x = 2k(p-1)/(p(p+k) - 2k) on the CPU servers, every NIC
+is equally busy and one step costs 2p(p-1)M / ((p^2 + kp - 2k) B) -- less than all-reduce
+(2(p-1)M/(pB)) and less than a PS on the same k servers (pM/(kB) once k < p).
+
+Two special cases use the same code: x = 0 is a colocated PS (every worker serves 1/p of the
+model: the traffic of an all-reduce, BytePS issue #60), x = 1 a plain summation PS on k servers.
+
+One step on worker rank r (each rank serves its own partitions, possibly none):
+
+    push every partition r does not serve to its server        (isend, round robin over servers)
+    for each partition r serves, in order:
+        receive it from every other worker (rank order), add them and r's own, send the sum back
+    receive the sums of the other partitions; momentum SGD on the full summed gradient
+
+BSP only, by construction: a server answers a partition when all p pushes of it are in. Since the
+workers apply the optimizer, the model trained is the all-reduce one (a test checks it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import data, train
+from . import protocol
+from .sharding import ShardMap
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    workers: int
+    cpu_servers: int
+    smap: ShardMap                  # servers 0..k-1: CPU ranks p..p+k-1; servers k..k+p-1: workers 0..p-1
+    steps: int = 1
+    width: int = 128
+    layers: int = 2
+    batch: int = 32
+    lr: float = 0.1
+    momentum: float = 0.9
+    seed: int = 0
+    eval_every: int = 0
+
+    def server_rank(self, server: int) -> int:
+        k = self.cpu_servers
+        return self.workers + server if server < k else server - k
+
+    def served_by(self, rank: int) -> list:
+        return [c for c in self.smap.chunks if self.server_rank(c.server) == rank]
+
+
+def _post_pushes(comm, cfg: HybridConfig) -> list:
+    """Receives for every push this rank will sum, posted before anything else from the same peers.
+
+    A colocated worker sends a peer its pushes first and its sums afterwards, over one channel;
+    gloo matches receives in the order they are posted, so pushes must be posted first here too.
+    """
+    me, posted = comm.rank, []
+    for c in cfg.served_by(me):
+        bufs = {}
+        for u in range(cfg.workers):
+            if u != me:
+                buf = protocol.empty(c.length)
+                bufs[u] = (comm.irecv(buf, u), buf)
+        posted.append((c, bufs))
+    return posted
+
+
+def _serve(comm, cfg: HybridConfig, step: int, grad, posted: list, results: dict, outbox: list) -> None:
+    """Sum this rank's partitions over all workers and send each sum back to every worker."""
+    me = comm.rank
+    for c, bufs in posted:
+        total = torch.zeros(c.length)
+        for u in range(cfg.workers):                             # worker-rank order: a fixed sum
+            if u == me:
+                total += grad[c.offset:c.offset + c.length]
+            else:
+                comm.wait(bufs[u][0])
+                total += protocol.values(bufs[u][1])
+        comm.reduce_cost(4 * c.length * (cfg.workers - 1))
+        if me < cfg.workers:
+            results[c.index] = total
+        reply = protocol.pack(total, c.length, 0, step, 0)
+        outbox.extend((comm.isend(reply, u), reply) for u in range(cfg.workers) if u != me)
+
+
+def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> torch.Tensor | None:
+    """One push/sum/pull of the flat gradient; the summed gradient on workers, None on CPU servers."""
+    me, outbox, results = comm.rank, [], {}
+    worker = me < cfg.workers
+    order = [c for c in cfg.smap.send_order() if cfg.server_rank(c.server) != me] if worker else []
+    incoming = _post_pushes(comm, cfg)
+    for c in order:                                              # push (round robin over servers)
+        buf = protocol.pack(grad[c.offset:c.offset + c.length], c.length, 0, step, 0)
+        outbox.append((comm.isend(buf, cfg.server_rank(c.server)), buf))
+    pulls = []
+    for c in order:
+        buf = protocol.empty(c.length)
+        pulls.append((c, comm.irecv(buf, cfg.server_rank(c.server)), buf))
+    _serve(comm, cfg, step, grad, incoming, results, outbox)
+    comm.wait(*[r for _, r, _ in pulls])
+    for req, _ in outbox:
+        protocol.arrived(req)
+    if not worker:
+        return None
+    total = torch.empty(cfg.smap.numel)
+    for c in cfg.smap.chunks:
+        if c.index in results:
+            total[c.offset:c.offset + c.length] = results[c.index]
+    for c, _, buf in pulls:
+        total[c.offset:c.offset + c.length] = protocol.values(buf)
+    return total
+
+
+def rank_main(comm, cfg: HybridConfig) -> dict:
+    """Workers train chapter 1's MLP with the summation service; CPU servers only add."""
+    if comm.rank >= cfg.workers:
+        for t in range(cfg.steps):
+            exchange(comm, cfg, t, None)
+        return {"role": "server"}
+    model = train.make_model(cfg.width, cfg.layers, cfg.seed)
+    x, y = data.load("train")
+    xt, yt = data.load("test")
+    flops = train.step_flops(cfg.width, cfg.layers, cfg.batch)
+    velocities, comm_s = [], []
+    history = {"step": [], "time_s": [], "accuracy": []}
+    for t in range(cfg.steps):
+        idx = train.batch_indices(t, comm.rank, cfg.workers, cfg.batch, len(y), cfg.seed)
+        train.local_step(comm, model, x, y, idx, cfg.workers * cfg.batch, flops)
+        start = comm.now()
+        with comm.region("push/pull"):
+            summed = exchange(comm, cfg, t, train.flat_grad(model))
+        comm_s.append(comm.now() - start)
+        train.set_flat_grad(model, summed)
+        train.sgd_update(comm, model, cfg.lr, cfg.momentum, velocities)
+        if comm.rank == 0 and cfg.eval_every and ((t + 1) % cfg.eval_every == 0 or t == cfg.steps - 1):
+            history["step"].append(t + 1)
+            history["time_s"].append(comm.now())
+            history["accuracy"].append(train.accuracy(model, xt, yt))
+    from torch.nn.utils import parameters_to_vector
+    return {"role": "worker", "comm_s": comm_s, "history": history,
+            "params": parameters_to_vector(model.parameters()).detach() if comm.rank == 0 else None}
+
+
+def run_hybrid(workers=8, cpu_servers=2, fraction=None, bandwidth="10Gbit/s", latency="5us", steps=1, width=128,
+               layers=2, batch=32, lr=0.1, momentum=0.9, partition_bytes=None, eval_every=0, device="cpu-core",
+               efficiency=0.5, seed=0, timeout=120.0) -> dict:
+    """Run the summation service on real ranks: step and push/pull time, per-rank bytes, accuracy."""
+    from .. import cluster
+    from ..net.network import network as make_network
+    from ..net.presets import device as make_device
+    from .roles import Roles
+    from .sharding import DEFAULT_PARTITION_BYTES, mixed_map
+    Roles.of(workers, max(cpu_servers, 1))                       # the rank-count check, one message
+    train.check_model(width, layers)
+    smap = mixed_map(train.parameter_count(width, layers), workers, cpu_servers,
+                     partition_bytes or DEFAULT_PARTITION_BYTES, fraction)
+    cfg = HybridConfig(workers, cpu_servers, smap, steps, width, layers, batch, lr, momentum, seed, eval_every)
+    net = make_network(bandwidth, latency)
+    ranks = workers + cpu_servers
+    cluster.check_memory(ranks, 80e6 + 6 * train.grad_bytes(width, layers), "this BytePS run")
+    res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=make_device(device, efficiency),
+                      timeout=timeout)
+    w = res.values[:workers]
+    comm_s = sum(max(v["comm_s"][t] for v in w) for t in range(steps)) / steps
+    nic = [c[0] + c[1] for c in res.counters]                   # bytes through each rank's NIC, in + out
+    hist = w[0]["history"]
+    return {"step_s": res.trace.makespan / steps, "comm_s": comm_s, "worker_bytes": nic[:workers],
+            "server_bytes": nic[workers:], "cpu_share": sum(smap.elements_per_server()[:cpu_servers]) / smap.numel,
+            "accuracy": hist["accuracy"][-1] if hist["accuracy"] else None, "history": hist,
+            "params": w[0]["params"], "model_bytes": 4 * smap.numel, "trace": res.trace}
