@@ -43,7 +43,7 @@ METHODS = {
     "dgc": ("ratio", "DGC: momentum correction, clipping, masking, warm-up"),
     "powersgd": ("rank", "PowerSGD rank r, warm start"),
 }
-DEFAULTS = {"ratio": 0.01, "bits": 4, "tau": 1e-3, "rank": 1}
+DEFAULTS = {"ratio": 0.01, "bits": 4, "tau": 1e-2, "rank": 1}
 
 
 def check_method(method) -> str:
@@ -59,7 +59,7 @@ def levels_for_bits(bits) -> int:
     return 2 ** (bits - 1) - 1
 
 
-def make_compressor(method: str, ratio: float = 0.01, bits: int = 4, tau: float = 1e-3,
+def make_compressor(method: str, ratio: float = 0.01, bits: int = 4, tau: float = 1e-2,
                     seed: int = 0, rescale: bool = True, levels: int | None = None) -> Compressor:
     """The compressor alone (no memory, no communication), e.g. for single-process experiments."""
     check_method(method)
@@ -80,7 +80,7 @@ def make_compressor(method: str, ratio: float = 0.01, bits: int = 4, tau: float 
     }[method]()
 
 
-def make(method: str, error_feedback: bool = False, *, ratio: float = 0.01, bits: int = 4, tau: float = 1e-3,
+def make(method: str, error_feedback: bool = False, *, ratio: float = 0.01, bits: int = 4, tau: float = 1e-2,
          rank: int = 1, shapes=None, world_size: int = 1, comm_rank: int = 0, seed: int = 0,
          rescale: bool = True, momentum: float = 0.9, clip_norm: float | None = 1.0, warmup_steps: int = 0,
          start_iter: int = 0, warm_start: bool = True, algo: str = "ring", encode_s: float = 0.0,

@@ -27,6 +27,7 @@ from ..net.presets import Device, device as make_device
 from . import check_method, make
 from .codec_cost import codec_seconds
 
+LATE_STEP = 10**6            # the step index timed: past any warm-up (DGC's density schedule)
 BANDWIDTHS = ["100Mbit/s", "400Mbit/s", "1Gbit/s", "4Gbit/s", "10Gbit/s", "25Gbit/s", "40Gbit/s",
               "100Gbit/s", "200Gbit/s", "400Gbit/s"]
 
@@ -61,7 +62,7 @@ def one_step_each(comm, specs, width, layers, batch, seed=0):
         comm.restart_clock()
         sent = comm.bytes_sent
         comm.compute_for(flops=flops, label="forward+backward")
-        summed = sync.sync(comm, grad.clone(), 0)
+        summed = sync.sync(comm, grad.clone(), LATE_STEP)
         comm.compute_for(flops=2 * grad.numel(), label="optimizer")          # plain SGD, as sgd_update
         out.append({"clock": comm.now(), "wire_bytes": comm.bytes_sent - sent, "payload_bytes": sync.payload_bytes,
                     "communicator": sync.communicator, "finite": bool(torch.isfinite(summed).all())})
@@ -99,6 +100,7 @@ def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128,
                          "communicator": res.values[0][i]["communicator"], "ranks": ranks, "step_s": step, "compute_s": compute_s, "codec_s": codec_s,
                          "comm_s": step - compute_s - codec_s,
                          "wire_bytes": sum(v[i]["wire_bytes"] for v in res.values) / ranks,
+                         "dense_bytes": 4 * train.parameter_count(width, layers),
                          "payload_bytes": res.values[0][i]["payload_bytes"]})
     return rows
 
@@ -122,10 +124,26 @@ def crossover(rows: list[dict], method_label: str, baseline_label: str = "none")
     return None
 
 
+def allgather_crossover(dense_bytes: float, payload_bytes: float, ranks: int, latency_s: float,
+                        codec_s: float) -> float:
+    """The closed form of where an all-gathered compressor stops beating a ring all-reduce (bytes/s).
+
+        fp32 ring all-reduce   C + 2(p-1) alpha + 2(p-1)/p n / B
+        compressed all-gather  C + codec + (p-1) alpha + (p-1) n_c / B
+
+    equal at B* = (2(p-1)/p n - (p-1) n_c) / (codec - (p-1) alpha); infinite when the codec costs
+    less than the latency it saves (then compression wins at every bandwidth).
+    """
+    p = ranks
+    saved = 2 * (p - 1) / p * dense_bytes - (p - 1) * payload_bytes     # bytes per rank per step
+    cost = codec_s - (p - 1) * latency_s                                # seconds per step
+    return math.inf if cost <= 0 else saved / cost
+
+
 def bandwidth_label(bps: float | None) -> str:
     if bps is None or math.isnan(bps):
         return "none in range"
     return f"{bps * 8 / 1e9:.3g} Gbit/s"
 
 
-__all__ = ["BANDWIDTHS", "step_times", "crossover", "bandwidth_label", "one_step_each"]
+__all__ = ["BANDWIDTHS", "step_times", "crossover", "allgather_crossover", "bandwidth_label", "one_step_each"]

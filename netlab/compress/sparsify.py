@@ -95,7 +95,7 @@ class Threshold(Compressor):
     contractive = False          # below-threshold gradients are never sent: no fixed delta
     fixed_size = False
 
-    def __init__(self, tau: float = 1e-3):
+    def __init__(self, tau: float = 1e-2):
         if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not tau > 0:
             raise ValueError(f"tau: must be greater than zero, got {tau!r}")
         self.tau = float(tau)

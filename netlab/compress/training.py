@@ -31,12 +31,19 @@ CHAPTER = {"width": 128, "layers": 2, "batch": 32, "lr": 0.1, "momentum": 0.0}  
 def train_compressed(comm, method: str = "none", error_feedback: bool = False, steps: int = 300,
                      width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
                      seed: int = 0, eval_every: int = 10, encode_s: float = 0.0, decode_s: float = 0.0,
-                     **options) -> dict:
-    """Rank function: train with `method`; history of accuracy (rank 0), time and wire bytes."""
+                     sync_factory=None, **options) -> dict:
+    """Rank function: train with `method`; history of accuracy (rank 0), time and wire bytes.
+
+    `sync_factory(comm)`, when given, builds the sync object instead of `method` (an exercise's
+    answer plugs in this way).
+    """
     model = train.make_model(width, layers, seed)
     shapes = [tuple(p.shape) for p in model.parameters()]
-    sync = make(method, error_feedback, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank,
-                seed=seed, encode_s=encode_s, decode_s=decode_s, **options)
+    if sync_factory is not None:
+        sync = sync_factory(comm)
+    else:
+        sync = make(method, error_feedback, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank,
+                    seed=seed, encode_s=encode_s, decode_s=decode_s, **options)
     opt_momentum = 0.0 if sync.handles_momentum else momentum
     x, y = data.load("train")
     xt, yt = data.load("test")
@@ -104,7 +111,7 @@ def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_f
                  bandwidth="1Gbit/s", latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
                  width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
                  seed: int = 0, eval_every: int | None = None, codec: str = "measured", timeout: float = 300.0,
-                 **options) -> TrainResult:
+                 sync_factory=None, **options) -> TrainResult:
     """Train with `method` on `ranks` real ranks over an emulated network; see ``TrainResult``.
 
     codec: "measured" charges the measured compress/decompress compute (``codec_cost``); "free"
@@ -120,18 +127,23 @@ def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_f
         raise ValueError(f"codec: must be 'measured' or 'free', got {codec!r}")
     if not lr > 0:
         raise ValueError(f"lr: must be greater than zero, got {lr!r}")
+    shapes = [tuple(p.shape) for p in train.make_model(width, layers, seed).parameters()]
+    try:                                                        # bad options fail here, not on a rank
+        make(method, error_feedback, shapes=shapes, world_size=ranks, **options)
+    except TypeError as exc:
+        raise ValueError(f"options: {method} does not take {', '.join(options)} ({exc})") from None
     net = make_network(bandwidth, latency)
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     eval_every = eval_every or max(1, steps // 20)
     encode_s = decode_s = 0.0
-    if codec == "measured":
+    if codec == "measured" and sync_factory is None:
         encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, error_feedback, **options)
     if not cluster.under_torchrun():
         cluster.check_memory(ranks, 80e6 + 12 * train.grad_bytes(width, layers), "this training run")
     res = cluster.run(train_compressed, ranks=ranks, network=net, device=dev, timeout=timeout, method=method,
                       error_feedback=error_feedback, steps=steps, width=width, layers=layers, batch=batch, lr=lr,
                       momentum=momentum, seed=seed, eval_every=eval_every, encode_s=encode_s, decode_s=decode_s,
-                      **options)
+                      sync_factory=sync_factory, **options)
     h0 = res.values[0]
     done = steps if h0["diverged"] is None else h0["diverged"] + 1      # gradient exchanges that ran
     losses = [sum(v["loss"][i] for v in res.values) for i in range(len(h0["loss"]))]
