@@ -1,0 +1,131 @@
+"""Chapter 3's panel and figures: parameter servers against ring all-reduce, on real ranks.
+
+Every change of a control trains chapter 1's MLP twice on real ranks -- through parameter servers
+with the chosen layout and consistency, and through a ring all-reduce with the same workers and
+stragglers -- and draws per-server bytes and port utilization (the hotspot), the staleness
+histogram, and accuracy against virtual time for both.
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+from ..units import fmt_bytes, fmt_time
+
+BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
+
+
+def plot_servers(result, ax=None, title="per-server load"):
+    """Bars: bytes through each server's NIC; the label: how busy its incoming port was."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3))
+    nbytes = result.server_bytes
+    share = [b / sum(nbytes) for b in nbytes]
+    bars = ax.bar(range(len(nbytes)), [b / 1e6 for b in nbytes], color="#dd8452")
+    hot = max(range(len(nbytes)), key=nbytes.__getitem__)
+    bars[hot].set_color("#c44e52")
+    for i, (bar, s, u) in enumerate(zip(bars, share, result.server_util)):
+        ax.annotate(f"{s:.0%}\nbusy {u:.0%}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=8)
+    ax.set(xlabel="server", ylabel="MB in + out (1 MB = 1e6 B)", title=title)
+    ax.set_xticks(range(len(nbytes)))
+    ax.margins(y=0.3)
+    return ax
+
+
+def plot_staleness(histograms: dict, ax=None, title="staleness of updates"):
+    """One bar series per run: how many updates were applied `x` versions after their read."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3))
+    n = max(len(histograms), 1)
+    for j, (label, hist) in enumerate(histograms.items()):
+        total = sum(hist.values()) or 1
+        xs = sorted(hist)
+        ax.bar([x + (j - (n - 1) / 2) * 0.8 / n for x in xs], [hist[x] / total for x in xs], width=0.8 / n,
+               label=label)
+    ax.set(xlabel="staleness (updates between read and apply)", ylabel="fraction of updates", title=title)
+    ax.legend(frameon=False, fontsize=8)
+    return ax
+
+
+def plot_accuracy(curves: dict, ax=None, title="accuracy vs time"):
+    """curves: label -> history dict with time_s and accuracy (virtual seconds)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3))
+    longest = max((h["time_s"][-1] for h in curves.values() if h["time_s"]), default=1.0)
+    factor, unit = (1e3, "ms") if longest < 1 else (1.0, "s")
+    for label, hist in curves.items():
+        ax.plot([t * factor for t in hist["time_s"]], hist["accuracy"], "o-", ms=3, label=label)
+    ax.set(xlabel=f"virtual time ({unit})", ylabel="test accuracy", title=title, ylim=(0, 1))
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize=8)
+    return ax
+
+
+class PSPanel:
+    """Workers, servers, sharding, bandwidth, consistency, staleness bound, stragglers: watch a PS train."""
+
+    def __init__(self, workers=8, servers=2, sharding="hash", bandwidth="10Gbit/s", mode="bsp", staleness=2,
+                 stragglers=2, slowdown=4.0, steps=40, partition_bytes=32_768):
+        style = {"description_width": "130px"}
+        layout = widgets.Layout(width="460px")
+        slider = dict(continuous_update=False, style=style, layout=layout)
+        self.controls = {
+            "workers": widgets.IntSlider(workers, 2, 12, description="workers", **slider),
+            "servers": widgets.IntSlider(servers, 1, 8, description="servers", **slider),
+            "sharding": widgets.ToggleButtons(options=["range", "hash"], value=sharding, description="sharding",
+                                              style=style),
+            "bandwidth": widgets.SelectionSlider(options=BANDWIDTHS, value=bandwidth, description="bandwidth", **slider),
+            "mode": widgets.ToggleButtons(options=["bsp", "ssp", "async"], value=mode, description="consistency",
+                                          style=style),
+            "staleness": widgets.IntSlider(staleness, 0, 8, description="staleness bound s", **slider),
+            "stragglers": widgets.IntSlider(stragglers, 0, 4, description="stragglers / step", **slider),
+            "slowdown": widgets.FloatSlider(value=slowdown, min=1.0, max=8.0, step=0.5, description="straggler slowdown", **slider),
+        }
+        self.steps, self.partition_bytes = steps, partition_bytes
+        self.last = self.baseline = None
+        self._cache = {}
+        self.out = widgets.interactive_output(self.update, self.controls)
+        self.out.layout.min_height = "420px"
+        self.widget = widgets.VBox([widgets.VBox(list(self.controls.values())), self.out])
+
+    def _allreduce(self, workers, bandwidth, stragglers, slowdown):
+        from ..ps.baseline import run_allreduce
+        key = (workers, bandwidth, stragglers, slowdown)
+        if key not in self._cache:
+            self._cache[key] = run_allreduce(workers=workers, bandwidth=bandwidth, steps=self.steps,
+                                             stragglers=min(stragglers, workers), slowdown=slowdown,
+                                             eval_every=max(1, self.steps // 8))
+        return self._cache[key]
+
+    def update(self, workers, servers, sharding, bandwidth, mode, staleness, stragglers, slowdown):
+        from ..ps import run_ps
+        try:
+            r = run_ps(workers=workers, servers=servers, sharding=sharding, bandwidth=bandwidth, mode=mode,
+                       staleness=staleness, stragglers=min(stragglers, workers), slowdown=slowdown, steps=self.steps,
+                       partition_bytes=self.partition_bytes, eval_every=max(1, self.steps // 8))
+            ar = self._allreduce(workers, bandwidth, stragglers, slowdown)
+        except (ValueError, MemoryError) as exc:
+            print(f"cannot run this setting: {exc}")
+            return
+        self.last, self.baseline = r, ar
+        hot = max(r.server_bytes) / sum(r.server_bytes)
+        winner = "parameter servers" if r.step_s < ar["step_s"] else "ring all-reduce"
+        print(f"{workers} workers + {servers} servers ({sharding}, {mode}{f' s={staleness}' if mode == 'ssp' else ''}), "
+              f"{fmt_bytes(r.setup['model_bytes'])} model over {bandwidth}:")
+        print(f"  PS step {fmt_time(r.step_s)} (push/pull {fmt_time(r.comm_s)}), accuracy {r.accuracy:.3f};  "
+              f"ring all-reduce on {workers} ranks: step {fmt_time(ar['step_s'])}, accuracy {ar['accuracy']:.3f}"
+              f"  -> faster: {winner}")
+        print(f"  hottest server carries {hot:.0%} of the server bytes (even split: {1 / servers:.0%})"
+              + (f"; at most {r.max_gap} step(s) ahead of the slowest" if mode == "ssp" else ""))
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+        plot_servers(r, axes[0])
+        plot_staleness({mode: r.staleness}, axes[1])
+        plot_accuracy({f"PS {mode}": r.history, "ring all-reduce": ar["history"]}, axes[2])
+        fig.tight_layout()
+        plt.show()
+        plt.close(fig)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)

@@ -1,0 +1,24 @@
+"""Exercise 3 (SSP wait condition): the untouched stub fails its check, the reference passes it."""
+import netlab.check as check
+from solutions import ch3_ssp_wait
+
+
+def test_ch3_stub_fails_and_reference_passes():
+    stub = check.ssp_wait()
+    assert not stub.passed and "not implemented" in stub.message
+    check.ssp_wait(ch3_ssp_wait.ssp_ready).assert_passed()
+
+
+def test_ch3_check_catches_an_off_by_one_and_a_condition_that_never_waits():
+    off_by_one = check.ssp_wait(lambda step, clocks, s: not clocks or min(clocks) >= step - s)
+    assert not off_by_one.passed and any(row["ok"] == "no" for row in off_by_one.rows)
+    never_waits = check.ssp_wait(lambda step, clocks, s: True)
+    assert not never_waits.passed
+
+
+def test_ch3_check_runs_the_answer_inside_real_servers():
+    # right on every listed case (at most 3 workers), never waits with more workers
+    def sneaky(step, clocks, s):
+        return len(clocks) > 3 or not clocks or min(clocks) >= step + 1 - s
+    result = check.ssp_wait(sneaky)
+    assert not result.passed and [row for row in result.rows if row["step"] == "run" and row["ok"] == "no"]
