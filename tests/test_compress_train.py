@@ -1,0 +1,116 @@
+"""Training with compression on real ranks (the chapter's findings), step times against closed forms,
+the codec's device scaling, the ``netlab compress`` CLI and the chapter-4 panel."""
+import json
+import math
+
+import pytest
+
+import netlab
+from netlab import cost, train
+from netlab.compress import pays
+from netlab.compress.codec_cost import codec_seconds
+from netlab.compress.training import run_training
+
+
+@pytest.fixture(scope="module")
+def baseline():
+    return run_training("none", ranks=4, steps=300, codec="free")
+
+
+def test_top_k_needs_error_feedback_and_gets_within_a_point_with_it(baseline):
+    plain = run_training("topk", ranks=4, steps=300, ratio=0.01, codec="free")
+    ef = run_training("topk", ranks=4, steps=300, ratio=0.01, error_feedback=True, codec="free")
+    assert baseline.final_accuracy > 0.9
+    assert plain.final_accuracy < baseline.final_accuracy - 0.1          # clearly worse without EF
+    assert ef.final_accuracy > baseline.final_accuracy - 0.015           # within about a point with it
+    # 1 % of 26,122 elements = 261 int32 indices + 261 fp32 values; all-gathered to 3 other ranks
+    assert ef.payload_bytes == 261 * 8 and ef.bytes_per_step == 3 * 261 * 8
+    assert ef.compression_ratio == pytest.approx(baseline.dense_bytes / (261 * 8))
+    assert ef.step_s < baseline.step_s                                   # at 1 Gbit/s it pays
+
+
+def test_rescaled_random_k_diverges_with_error_feedback_and_trains_without():
+    ef = run_training("randomk", ranks=4, steps=100, ratio=0.1, error_feedback=True, codec="free")
+    plain = run_training("randomk", ranks=4, steps=100, ratio=0.1, codec="free")
+    assert ef.diverged is not None and ef.final_accuracy < 0.3
+    assert plain.diverged is None and plain.final_accuracy > 0.7
+    assert plain.bytes_per_step == pytest.approx(2 * 3 / 4 * 2612 * 4, abs=2 * 3 * 4)   # shared indices: all-reduced
+
+
+def test_powersgd_rank_one_matches_the_baseline_with_error_feedback_only():
+    base = run_training("none", ranks=2, steps=300, codec="free")
+    ef = run_training("powersgd", ranks=2, steps=300, rank=1, error_feedback=True, codec="free")
+    plain = run_training("powersgd", ranks=2, steps=300, rank=1, codec="free")
+    assert ef.final_accuracy > base.final_accuracy - 0.015
+    assert plain.final_accuracy < base.final_accuracy - 0.1
+    assert ef.compression_ratio == pytest.approx(26122 / 852)           # P, Q of three layers + biases
+
+
+def test_step_times_equal_the_closed_form_on_every_bandwidth():
+    bws = ["100Mbit/s", "10Gbit/s"]
+    rows = pays.step_times(["none", ("topk", {"ratio": 0.01})], bws, ranks=4, width=128, codec="free")
+    dev = netlab.device("cpu-core")
+    compute = dev.seconds(train.step_flops(128, 2, 32)) + dev.seconds(2 * train.parameter_count(128))
+    for bw in bws:
+        net = netlab.network(bw, "5us")
+        base = next(r for r in rows if r["bandwidth"] == bw and r["method"] == "none")
+        topk = next(r for r in rows if r["bandwidth"] == bw and r["method"] == "topk")
+        ring = cost.time("allreduce", "ring", 4, train.grad_bytes(128), net)
+        assert base["step_s"] == pytest.approx(compute + ring, rel=0.01)
+        assert topk["step_s"] == pytest.approx(compute + 3 * net.nic.time(261 * 8), rel=0.01)   # ring all-gather
+
+
+def test_crossover_is_exact_for_affine_step_times():
+    def t(a, b, bw):
+        return a + b / bw
+    bws = [1e7, 1e8, 1e9, 1e10]
+    rows = [{"label": lab, "bandwidth_Bps": bw, "step_s": t(a, b, bw)}
+            for lab, a, b in (("none", 1e-4, 1e5), ("x", 5e-4, 1e3)) for bw in bws]
+    assert pays.crossover(rows, "x") == pytest.approx((1e5 - 1e3) / (5e-4 - 1e-4))
+    assert pays.allgather_crossover(1e6, 1e4, 4, 0.0, 1e-3) == pytest.approx((1.5e6 - 3e4) / 1e-3)
+    assert pays.allgather_crossover(1e6, 1e4, 4, 1e-3, 1e-3) == math.inf
+
+
+def test_codec_cost_is_measured_once_and_scaled_by_the_device():
+    slow = codec_seconds("topk", 4, 128, 2, 32, netlab.device("cpu-core"), ratio=0.01)
+    fast = codec_seconds("topk", 4, 128, 2, 32, netlab.device("A100-fp32"), ratio=0.01)
+    assert slow[0] > 0 and slow[1] > 0
+    ratio = netlab.DEVICES["A100-fp32"][0] / netlab.DEVICES["cpu-core"][0]
+    assert slow[0] / fast[0] == pytest.approx(ratio) and slow[1] / fast[1] == pytest.approx(ratio)
+    assert codec_seconds("none", 4, 128, 2, 32, netlab.device("cpu-core")) == (0.0, 0.0)
+
+
+def test_cli_prints_the_issue_keys(capsys):
+    from netlab.cli import main
+    assert main(["compress", "--method", "topk", "--ratio", "0.01", "--error-feedback", "--ranks", "2",
+                 "--steps", "30", "--codec", "free", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("accuracy", "baseline_accuracy", "bytes_per_step", "compression_ratio", "step_s"):
+        assert key in out
+    assert 0 <= out["accuracy"] <= 1 and 0 <= out["baseline_accuracy"] <= 1
+    assert out["bytes_per_step"] == 261 * 8                              # 2 ranks: one payload each way
+    assert out["compression_ratio"] == pytest.approx(4 * 26122 / (261 * 8))
+    assert out["step_s"] < out["baseline_step_s"]
+
+
+@pytest.mark.parametrize("argv, param", [
+    (["--method", "zip"], "method"), (["--ratio", "0"], "ratio"), (["--method", "powersgd", "--ratio", "0.1"], "ratio"),
+    (["--method", "qsgd", "--bits", "3"], "bits"), (["--steps", "0"], "steps"), (["--ranks", "0"], "ranks"),
+    (["--bandwidth", "fast"], "bandwidth"), (["--method", "powersgd", "--rank", "0"], "rank"),
+])
+def test_cli_bad_input_is_one_line_naming_the_parameter(capsys, argv, param):
+    from netlab.cli import main
+    assert main(["compress", "--steps", "5", "--ranks", "2", "--codec", "free"] + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"netlab compress: error: {param}:")
+
+
+def test_panel_runs_headless_and_follows_the_method():
+    from netlab.ui.ch4 import CompressPanel
+    panel = CompressPanel(method="topk", ranks=2, steps=20, sweep=["100Mbit/s", "100Gbit/s"])
+    assert panel.last is not None and panel.last["result"].method == "topk"
+    assert not panel.controls["ratio"].disabled and panel.controls["rank"].disabled
+    panel.controls["method"].value = "powersgd"
+    assert panel.last["result"].method == "powersgd" and panel.controls["ratio"].disabled
+    assert not panel.controls["rank"].disabled
+    assert len(panel.last["rows"]) == 4                                  # 2 methods x 2 bandwidths
