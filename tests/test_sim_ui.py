@@ -1,0 +1,47 @@
+"""Chapter 5's panel runs headless: each setting simulates, draws, and keeps its result; bad ones explain."""
+import matplotlib.pyplot as plt
+import pytest
+
+from netlab.net import fabrics
+from netlab.sim import experiments
+from netlab.ui.ch5 import FabricPanel, build, describe, scaling_plot
+
+
+def setting(panel, **change):
+    values = {name: w.value for name, w in panel.controls.items()}
+    values.update(change)
+    return values
+
+
+def test_panel_simulates_the_chosen_fabric_and_keeps_the_result(capsys):
+    panel = FabricPanel(k=8, ranks=128, placement="ordered")
+    panel.update(**setting(panel))
+    ordered = panel.last
+    assert ordered.ranks == 128 and ordered.slowest_flow == 1.0
+    panel.update(**setting(panel, placement="shuffled", seed=2))
+    assert panel.last.time_s > ordered.time_s and panel.last.slowest_flow < 1
+    panel.update(**setting(panel, fabric="spine-leaf", ratio=4, gpus=8, nics="single", algo="hierarchical", ranks=256))
+    assert panel.last.topology.name == "spineleaf:8:4:4" and panel.last.algo == "hierarchical"
+    out = capsys.readouterr().out
+    assert "bottleneck" in out and "busbw" in out
+    plt.close("all")
+
+
+def test_panel_explains_a_setting_that_does_not_fit(capsys):
+    panel = FabricPanel(k=8, ranks=128)
+    before = panel.last
+    panel.update(**setting(panel, k=4, ranks=1024))
+    assert "cannot run this setting: ranks:" in capsys.readouterr().out
+    assert panel.last is before
+
+
+def test_build_reuses_topologies_and_describe_names_the_bottleneck():
+    assert build("fat-tree", 8, 1.0, 1, "rail", 64) is build("fat-tree", 8, 1.0, 1, "rail", 64)
+    with pytest.raises(ValueError, match="^ranks:"):
+        build("fat-tree", 8, 1.0, 8, "rail", 12)
+    rows = experiments.scaling({"k=4": (fabrics.fat_tree(4), "ring")}, scales=(8, 16), nbytes=1 << 20)
+    fig = scaling_plot(rows)
+    assert len(fig.axes[0].lines) == 1
+    plt.close(fig)
+    from netlab import sim
+    assert "bottleneck" in describe(sim.simulate(fabrics.fat_tree(4), nbytes=1 << 20))
