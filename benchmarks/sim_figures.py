@@ -35,7 +35,8 @@ def ecmp(out: str, seeds: int) -> None:
     slow = {(s["placement"], s["routing"]): s for s in E.summarize(rows, value="slowdown")}
     for s in E.summarize(rows):
         d = slow[(s["placement"], s["routing"])]
-        print(f"  {s['placement']:9s} {s['routing']:9s} {s['runs']:4d} {s['mean']:22.3f} ({s['min']:.3f}-{s['max']:.3f})"
+        print(f"  {s['placement']:9s} {s['routing']:9s} {s['runs']:4d} {s['mean']:22.3f}"
+              f" ({s['min']:.3f}-{s['max']:.3f})"
               f" {d['mean']:28.2f}x ({d['min']:.2f}-{d['max']:.2f})")
     fig, ax = plt.subplots(figsize=(7, 3.2))
     rng = np.random.default_rng(0)

@@ -135,7 +135,8 @@ def test_cli_prints_the_figures_as_json(capsys):
 
 @pytest.mark.parametrize("argv, name", [(["--ranks", "0"], "ranks"), (["--topology", "fattree:5"], "topology"),
                                         (["--size", "1Q"], "size"), (["--routing", "random"], "routing"),
-                                        (["--placement", "x"], "placement"), (["--nics-per-host", "3"], "nics-per-host")])
+                                        (["--placement", "x"], "placement"),
+                                        (["--nics-per-host", "3"], "nics-per-host")])
 def test_cli_bad_input_is_one_line_naming_the_parameter(capsys, argv, name):
     assert cli.main(["sim", "allreduce", *argv]) == 2
     err = capsys.readouterr().err.strip()

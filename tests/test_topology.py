@@ -123,7 +123,8 @@ def test_placement_shuffles_whole_hosts():
     (lambda: fabrics.fat_tree(5), "k:"), (lambda: fabrics.spine_leaf(4, 2, 0, 4), "ratio:"),
     (lambda: fabrics.fat_tree(4, hosts=17), "hosts:"), (lambda: Host(8, nics=3), "nics:"),
     (lambda: fabrics.parse("fattree:x"), "topology:"), (lambda: fabrics.parse("mesh"), "topology:"),
-    (lambda: fabrics.fat_tree(4).placement(17), "ranks:"), (lambda: fabrics.fat_tree(4).placement(4, "random"), "placement:"),
+    (lambda: fabrics.fat_tree(4).placement(17), "ranks:"),
+    (lambda: fabrics.fat_tree(4).placement(4, "random"), "placement:"),
     (lambda: route(fabrics.fat_tree(4), [16], [17], "hash"), "routing:"),
 ])
 def test_bad_input_names_the_parameter(bad, message):

@@ -82,8 +82,8 @@ def main(args) -> int:
     if args.collective in ("ps", "alltoall"):
         count = max(1, nbytes // 4)
         steps = parameter_server(ranks, count, args.servers) if args.collective == "ps" else all_to_all(ranks, count)
-        result = simulator.run(steps, 4, "allreduce" if args.collective == "ps" else "allgather",
-                               f"{args.collective}" + (f":{args.servers}" if args.collective == "ps" else ""), count * 4)
+        name = f"ps:{args.servers}" if args.collective == "ps" else "alltoall"
+        result = simulator.run(steps, 4, "allreduce" if args.collective == "ps" else "allgather", name, count * 4)
     else:
         default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
         collective, algo = collectives.resolve(args.collective, args.algo or default)

@@ -35,7 +35,8 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
     compact = topo.size > max_endpoints and not topo.direct
     shown = (kind == "switch") if compact else np.ones(len(pos), dtype=bool)
     links = np.flatnonzero(shown[topo.link_src] & shown[topo.link_dst])
-    a, b = np.minimum(topo.link_src[links], topo.link_dst[links]), np.maximum(topo.link_src[links], topo.link_dst[links])
+    a = np.minimum(topo.link_src[links], topo.link_dst[links])
+    b = np.maximum(topo.link_src[links], topo.link_dst[links])
     pair, first = np.unique(a * len(pos) + b, return_index=True)                        # one line per link
     value = None
     if load is not None:

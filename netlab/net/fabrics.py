@@ -192,7 +192,8 @@ def parse(spec: str, ranks: int | None = None, nic="100GbE", host: Host | None =
                 y = n // x
             return torus(x, y, nic)
     except ValueError as exc:
-        if str(exc).split(":")[0] in ("k", "leaves", "spines", "ratio", "ports_per_leaf", "hosts", "nics", "x", "y", "n"):
+        if str(exc).split(":")[0] in ("k", "leaves", "spines", "ratio", "ports_per_leaf", "hosts", "nics",
+                                      "x", "y", "n"):
             raise ValueError(f"topology: {exc}") from None
         if "invalid literal" in str(exc) or "could not convert" in str(exc) or "unpack" in str(exc):
             raise ValueError(f"topology: cannot read {spec!r} (numbers expected, e.g. 'fattree:16', "

@@ -56,7 +56,7 @@ class FlowSet:
         key = active.tobytes()
         r = self._solved.get(key)
         if r is None:
-            if len(self._solved) > 4096:                       # random workloads: keep memory bounded
+            if len(self._solved) * self.n > 4_000_000:         # keep memory bounded (32 MB of rates)
                 self._solved.clear()
             r = self._solved[key] = self.solve(active)
         return r
