@@ -4,8 +4,10 @@
     sync = compress.make("topk", ratio=0.01, error_feedback=True)        # in rank code
     summed = sync.sync(comm, my_grad_share, step)                        # like an all-reduce
 
-    compress.run_training("topk", ranks=4, steps=300, ratio=0.01, error_feedback=True)
-    compress.step_times(["none", "fp16", "topk"], bandwidths=["100Mbit/s", "10Gbit/s"])
+    from netlab.compress.training import run_training               # from a notebook: real ranks
+    run_training("topk", ranks=4, steps=300, ratio=0.01, error_feedback=True)
+    from netlab.compress.pays import step_times                     # step time over bandwidths
+    step_times(["none", "fp16", "topk"], bandwidths=["100Mbit/s", "10Gbit/s"])
 
 Split as GRACE splits it: ``base`` (Compressor, Payload, bit packing), ``memory`` (error feedback),
 ``communicate`` (all-reduce / all-gather of payloads, the ``Compression`` pipeline), and one file per
@@ -82,14 +84,14 @@ def make_compressor(method: str, ratio: float = 0.01, bits: int = 4, tau: float 
 
 def make(method: str, error_feedback: bool = False, *, ratio: float = 0.01, bits: int = 4, tau: float = 1e-2,
          rank: int = 1, shapes=None, world_size: int = 1, comm_rank: int = 0, seed: int = 0,
-         rescale: bool = True, momentum: float = 0.9, clip_norm: float | None = 1.0, warmup_steps: int = 0,
+         rescale: bool = True, dgc_momentum: float = 0.9, clip_norm: float | None = 1.0, warmup_steps: int = 0,
          start_iter: int = 0, warm_start: bool = True, algo: str = "ring", encode_s: float = 0.0,
          decode_s: float = 0.0):
     """A ``sync(comm, grad, step)`` object for `method`.
 
     `comm_rank` seeds per-rank randomness (QSGD, TernGrad draw independently on each rank); random-k
     uses `seed` alone (its indices must agree). `shapes` (the parameters' shapes, in flat order) is
-    needed by PowerSGD. DGC's `momentum` replaces the optimizer's (``handles_momentum``).
+    needed by PowerSGD. DGC's `dgc_momentum` replaces the optimizer's (``handles_momentum``).
     """
     check_method(method)
     costs = {"algo": algo, "encode_s": encode_s, "decode_s": decode_s}
@@ -99,7 +101,7 @@ def make(method: str, error_feedback: bool = False, *, ratio: float = 0.01, bits
         return PowerSGD(shapes, rank=rank, error_feedback=error_feedback, warm_start=warm_start,
                         start_iter=start_iter, seed=seed, **costs)
     if method == "dgc":
-        return DGC(ratio, momentum=momentum, clip_norm=clip_norm, warmup_steps=warmup_steps,
+        return DGC(ratio, momentum=dgc_momentum, clip_norm=clip_norm, warmup_steps=warmup_steps,
                    world_size=world_size, error_feedback=error_feedback, **costs)
     per_rank_seed = seed * 7919 + comm_rank
     compressor = make_compressor(method, ratio, bits, tau, seed=seed if method == "randomk" else per_rank_seed,

@@ -86,3 +86,37 @@ def crossover_table(rows, baseline_label: str = "none") -> list[dict]:
                     "pays below": bandwidth_label(cross) if cross else
                     ("always (in range)" if low["step_s"] < base[slowest] else "never (in range)")})
     return out
+
+
+def method_grid(rows, baseline, x: str = "step", columns: int = 4):
+    """Small multiples, one per method of ``table.method_table``: accuracy without EF, with EF, fp32.
+
+    x: "step" (against steps) or "time" (against virtual time, ms).
+    """
+    if x not in ("step", "time"):
+        raise ValueError(f"x: must be 'step' or 'time', got {x!r}")
+    rows = [r for r in rows if r["method"] != "none"]
+    n_rows = max(1, -(-len(rows) // columns))
+    fig, axes = plt.subplots(n_rows, columns, figsize=(3 * columns, 2.3 * n_rows), squeeze=False,
+                             sharey=True)
+
+    def xs(run):
+        return run.steps if x == "step" else [t * 1e3 for t in run.time_s]
+    for ax, row in zip(axes.flat, rows):
+        plain, ef = row["runs"]
+        ax.plot(xs(baseline), baseline.accuracy, "k--", lw=1, label="fp32")
+        ax.plot(xs(plain), plain.accuracy, label="no EF" + (" (diverged)" if plain.diverged is not None else ""))
+        if ef is not plain:
+            ax.plot(xs(ef), ef.accuracy, label="EF" + (" (diverged)" if ef.diverged is not None else ""))
+        ax.set_title(row["method"], fontsize=9)
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=False, fontsize=7, loc="lower right")
+    for ax in list(axes.flat)[len(rows):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("step" if x == "step" else "virtual time (ms)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("test accuracy")
+    fig.tight_layout()
+    return fig

@@ -36,8 +36,10 @@ def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = "
                                                          codec=codec, **options, **kwargs)
         rows.append({"method": label(method, options), "accuracy": plain.final_accuracy,
                      "accuracy_ef": ef.final_accuracy, "diverged": plain.diverged, "diverged_ef": ef.diverged,
-                     "payload_bytes": plain.payload_bytes, "compression_ratio": plain.compression_ratio,
-                     "bytes_per_step": plain.bytes_per_step, "step_s": plain.step_s, "step_s_ef": ef.step_s,
+                     "payload_bytes": plain.payload_bytes, "payload_bytes_ef": ef.payload_bytes,
+                     "compression_ratio": plain.compression_ratio, "compression_ratio_ef": ef.compression_ratio,
+                     "bytes_per_step": plain.bytes_per_step, "bytes_per_step_ef": ef.bytes_per_step,
+                     "step_s": plain.step_s, "step_s_ef": ef.step_s,
                      "runs": (plain, ef)})
     return rows
 
@@ -48,15 +50,19 @@ def format_table(rows, baseline_accuracy: float | None = None) -> str:
         (r["accuracy"] for r in rows if r["method"] == "none"), None)
 
     def acc(a, diverged):
-        return f"{a:6.3f}" + (" (diverged)" if diverged is not None else "           ")
+        return f"{a:.3f}" + ("  diverged" if diverged is not None else "")
 
-    lines = [f"{'method':36s} {'accuracy':>8s} {'':11s} {'with EF':>8s} {'':11s} {'payload B':>10s} "
-             f"{'ratio':>7s} {'wire B/step':>11s}"]
+    lines = [f"{'':36s} {'test accuracy':^32s} {'payload B / rank / step':^25s} {'ratio':^17s} {'wire B':>9s}",
+             f"{'method':36s} {'no EF':>15s} {'with EF':>16s} {'no EF':>12s} {'with EF':>12s} "
+             f"{'no EF':>8s} {'with EF':>8s} {'with EF':>9s}"]
     for r in rows:
-        lines.append(f"{r['method']:36s} {acc(r['accuracy'], r['diverged']):>19s} {acc(r['accuracy_ef'], r['diverged_ef']):>19s} "
-                     f"{r['payload_bytes']:10.0f} {r['compression_ratio']:6.1f}x {r['bytes_per_step']:11.0f}")
+        lines.append(f"{r['method']:36s} {acc(r['accuracy'], r['diverged']):>15s} "
+                     f"{acc(r['accuracy_ef'], r['diverged_ef']):>16s} {r['payload_bytes']:12.0f} "
+                     f"{r['payload_bytes_ef']:12.0f} {r['compression_ratio']:7.1f}x {r['compression_ratio_ef']:7.1f}x "
+                     f"{r['bytes_per_step_ef']:9.0f}")
     if base is not None:
-        lines.append(f"fp32 baseline accuracy {base:.3f}; payload and wire bytes per rank per step")
+        lines.append(f"fp32 baseline accuracy {base:.3f}; payload: the compressed gradient (mean over steps); "
+                     f"ratio: fp32 bytes / payload; wire: bytes one rank sent per step")
     return "\n".join(lines)
 
 
