@@ -101,10 +101,10 @@ def test_ssp_with_bound_zero_is_bsp_with_per_push_updates():
 
 @pytest.mark.parametrize("mode", ["bsp", "ssp"])
 def test_training_on_the_digits_converges(mode):
-    r = ps.run_ps(workers=4, servers=2, sharding="hash", mode=mode, staleness=2, steps=80, stragglers=1,
-                  slowdown=3.0, partition_bytes=32_768, eval_every=20)
-    assert r.accuracy >= 0.85
-    assert r.history["accuracy"][-1] > r.history["accuracy"][0] or r.history["accuracy"][0] >= 0.85
+    r = ps.run_ps(workers=4, servers=2, sharding="hash", mode=mode, staleness=2, steps=150, stragglers=1,
+                  slowdown=3.0, partition_bytes=32_768, eval_every=50)
+    assert r.accuracy >= 0.9                                       # chance is 0.1
+    assert r.history["accuracy"][-1] > r.history["accuracy"][0]
 
 
 def mean(hist):

@@ -23,7 +23,7 @@ def add_parser(p) -> None:
     p.add_argument("--steps", type=int, default=100, help="steps per worker (default 100)")
     p.add_argument("--width", type=int, default=128, help="hidden width of chapter 1's MLP (default 128: ~105 KB)")
     p.add_argument("--batch", type=int, default=32, help="samples per worker per step (default 32)")
-    p.add_argument("--lr", type=float, default=0.5, help="server-side SGD learning rate (default 0.5)")
+    p.add_argument("--lr", type=float, default=0.2, help="server-side SGD learning rate (default 0.2)")
     p.add_argument("--momentum", type=float, default=0.0, help="server-side momentum (default 0)")
     p.add_argument("--stragglers", type=int, default=0, help="workers slowed down in each step (default 0)")
     p.add_argument("--slowdown", type=float, default=1.0, help="their compute-time factor (default 1)")

@@ -20,7 +20,7 @@ class PSConfig:
     membership: Membership
     mode: str = "bsp"                   # "bsp" | "async" | "ssp"
     staleness: float = 0            # SSP bound s (0 for BSP, inf for async)
-    lr: float = 0.5
+    lr: float = 0.2
     momentum: float = 0.0               # heavy-ball momentum, applied by the servers (0: plain SGD)
     width: int = 128
     layers: int = 2

@@ -40,7 +40,7 @@ class HybridConfig:
     width: int = 128
     layers: int = 2
     batch: int = 32
-    lr: float = 0.5
+    lr: float = 0.2
     momentum: float = 0.0
     seed: int = 0
     eval_every: int = 0
@@ -147,7 +147,7 @@ def rank_main(comm, cfg: HybridConfig) -> dict:
 
 
 def run_hybrid(workers=8, cpu_servers=2, fraction=None, bandwidth="10Gbit/s", latency="5us", steps=1, width=128,
-               layers=2, batch=32, lr=0.5, momentum=0.0, partition_bytes=None, eval_every=0, device="cpu-core",
+               layers=2, batch=32, lr=0.2, momentum=0.0, partition_bytes=None, eval_every=0, device="cpu-core",
                efficiency=0.5, seed=0, timeout=120.0) -> dict:
     """Run the summation service on real ranks: step and push/pull time, per-rank bytes, accuracy."""
     from .. import cluster

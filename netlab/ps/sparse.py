@@ -103,12 +103,13 @@ def _ints(ids: np.ndarray) -> torch.Tensor:
 
 def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
     table, targets = initial_table(cfg)          # only `targets` is used: the values come from the servers
-    sent = 0
+    sent, routed = 0, np.zeros(cfg.servers, dtype=np.int64)
     for t in range(cfg.steps):
         ids = lookups(cfg, comm.rank, t)
         uniq, counts = np.unique(ids, return_counts=True)
         where = route(cfg, home, hot, comm.rank, uniq)
         per = [uniq[where == s] for s in range(cfg.servers)]
+        routed += np.bincount(where, weights=counts, minlength=cfg.servers).astype(np.int64)   # lookups, not rows
         reqs, bufs = [], []
         for s, rows in enumerate(per):               # pull: count, then ids
             meta = protocol.pack(None, 0, 0, t, len(rows))   # the count travels as 'version'
@@ -137,7 +138,7 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
                 bufs.append(body)
                 sent += len(rows)
         comm.wait(*reqs)
-    return {"role": "worker", "rows_pushed": sent}
+    return {"role": "worker", "rows_pushed": sent, "lookups": routed}
 
 
 def _recv_rows(comm, src: int, with_values: bool, dim: int):
@@ -223,6 +224,7 @@ def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=
         table[v["rows"]] = v["values"]
     nic = [res.counters[cfg.server_rank(s)][0] + res.counters[cfg.server_rank(s)][1] for s in range(servers)]
     served = [v["rows_served"] for v in srv]
+    looked = sum(v["lookups"] for v in res.values[:workers])
     return {"placement": placement, "server_bytes": nic, "hottest_share": max(nic) / sum(nic),
-            "rows_served": served, "step_s": res.trace.makespan / steps, "table": table, "hot_rows": hot_ids,
+            "rows_served": served, "lookups": looked.tolist(), "hottest_lookup_share": float(looked.max() / looked.sum()), "step_s": res.trace.makespan / steps, "table": table, "hot_rows": hot_ids,
             "trace": res.trace}
