@@ -141,3 +141,20 @@ def test_cli_bad_input_is_one_line_naming_the_parameter(capsys, argv, name):
     assert cli.main(["sim", "allreduce", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"error: {name}:" in err
+
+
+def test_hop_latency_is_paid_once_per_switch_a_message_passes():
+    hop = 1e-6
+    topo = fabrics.fat_tree(4, hop_latency=hop)
+    r = sim.simulate(topo, "allreduce", "ring", 1 << 20)
+    # rank order: the wrap-around and pod-crossing messages pass edge, agg, core, agg, edge: 5 switches
+    step = topo.nic.latency + 5 * hop + r.nbytes / 16 / topo.nic.bandwidth
+    assert r.time_s == pytest.approx(2 * 15 * step, rel=1e-6)
+
+
+@pytest.mark.parametrize("topo, placement", [(fabrics.ring(8), "ordered"),
+                                              (fabrics.torus(2, 4), [0, 1, 2, 3, 7, 6, 5, 4])])   # a snake
+def test_a_ring_all_reduce_on_a_direct_network_is_the_formula_when_every_hop_is_one_link(topo, placement):
+    r = sim.simulate(topo, "allreduce", "ring", 64 << 20, placement=placement)
+    assert r.time_s == pytest.approx(cost.time("allreduce", "ring", 8, r.nbytes, topo.network()), rel=0.01)
+    assert r.placement == ("ordered" if placement == "ordered" else "custom")

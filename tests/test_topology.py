@@ -125,6 +125,7 @@ def test_placement_shuffles_whole_hosts():
     (lambda: fabrics.parse("fattree:x"), "topology:"), (lambda: fabrics.parse("mesh"), "topology:"),
     (lambda: fabrics.fat_tree(4).placement(17), "ranks:"),
     (lambda: fabrics.fat_tree(4).placement(4, "random"), "placement:"),
+    (lambda: fabrics.fat_tree(4).placement(3, [0, 0, 1]), "placement:"),
     (lambda: route(fabrics.fat_tree(4), [16], [17], "hash"), "routing:"),
 ])
 def test_bad_input_names_the_parameter(bad, message):

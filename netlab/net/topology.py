@@ -119,17 +119,24 @@ class Topology:
         return Network(nic, g, self.intra if g > 1 else None)
 
     # ---- rank placement --------------------------------------------------------------
-    def placement(self, ranks: int, kind: str = "ordered", seed: int = 0) -> np.ndarray:
+    def placement(self, ranks: int, kind="ordered", seed: int = 0) -> np.ndarray:
         """Endpoint slot of each rank: (ranks,) ints.
 
         'ordered': rank r on slot r, so ring neighbours share a host, then a rack (topology-aware).
         'shuffled': hosts in a random order (a scheduler that ignores the topology); the ranks of
         one host stay together, so hierarchical algorithms still find their hosts.
+        A sequence of `ranks` distinct slots places rank r on slot kind[r].
         """
         if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
             raise ValueError(f"ranks: must be a whole number >= 1, got {ranks!r}")
         if ranks > self.size:
             raise ValueError(f"ranks: this topology ({self.name}) has {self.size} accelerators, {ranks} asked for")
+        if not isinstance(kind, str):
+            slots = np.asarray(kind)
+            if (slots.shape != (ranks,) or slots.dtype.kind not in "iu" or np.unique(slots).size != ranks
+                    or slots.min() < 0 or slots.max() >= self.size):
+                raise ValueError(f"placement: expected {ranks} distinct slots from 0 to {self.size - 1}")
+            return slots.astype(np.int64)
         if kind == "ordered":
             return np.arange(ranks, dtype=np.int64)
         if kind != "shuffled":

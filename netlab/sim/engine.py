@@ -137,7 +137,7 @@ class Simulator:
                  routing: str = "ecmp", seed: int = 0, gamma: float = 0.0):
         self.topology, self.routing, self.seed = topology, routing, int(seed)
         self.ranks = topology.size if ranks is None else ranks
-        self.placement = placement
+        self.placement = placement if isinstance(placement, str) else "custom"
         self.nodes = topology.endpoints[topology.placement(self.ranks, placement, seed)]   # (ranks,) node ids
         if not gamma >= 0:
             raise ValueError(f"gamma: must be zero or more, got {gamma!r}")
