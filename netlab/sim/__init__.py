@@ -10,7 +10,8 @@ The simulator runs the very schedules the real ranks run (``netlab.collectives.s
 definition of each algorithm), as arrays of sizes, on a ``Topology`` with routing (ECMP hash,
 spraying, adaptive) and max-min fair link sharing. See ``engine.py`` for the time model and what
 it leaves out, ``fabric.py`` for max-min, ``traffic.py`` for non-collective patterns (parameter
-server), ``compare.py`` for the same run on real ranks beside it.
+server, all-to-all), ``compare.py`` for the same run on real ranks beside it, ``experiments.py``
+for chapter 5's measurements (ECMP collisions, oversubscription, hierarchy, NIC designs, scaling).
 """
 from __future__ import annotations
 

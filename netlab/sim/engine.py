@@ -20,6 +20,9 @@ start it anyway). Inside a step:
 
 Left out: ranks that run ahead into their next step while slower ranks finish (the real ranks
 allow it; uncontended symmetric schedules do not need it), packets, queues and congestion control.
+One consequence, measured: with gamma > 0, a schedule whose receiver takes one message per step
+from senders that are already free (naive, a tree on p not a power of two) is slower here than on
+the real ranks, whose eager sends let the receiver sum one arrival while the next one lands.
 """
 from __future__ import annotations
 
