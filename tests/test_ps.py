@@ -99,6 +99,13 @@ def test_ssp_with_bound_zero_is_bsp_with_per_push_updates():
     assert r.max_gap == 0
 
 
+def test_without_an_emulated_network_the_wall_clock_runs_the_same_bsp_model():
+    kw = dict(workers=3, servers=2, sharding="hash", steps=5, width=64, partition_bytes=4096)
+    wall, virtual = ps.run_ps(emulate=False, **kw), ps.run_ps(**kw)
+    assert not wall.trace.virtual and wall.setup["clock"] == "wall"
+    assert torch.equal(ps.assemble(wall), ps.assemble(virtual))
+
+
 @pytest.mark.parametrize("mode", ["bsp", "ssp"])
 def test_training_on_the_digits_converges(mode):
     r = ps.run_ps(workers=4, servers=2, sharding="hash", mode=mode, staleness=2, steps=150, stragglers=1,
@@ -112,7 +119,7 @@ def mean(hist):
 
 
 def test_staleness_bound_holds_and_orders_the_modes():
-    kw = dict(workers=6, servers=2, sharding="hash", steps=16, stragglers=1, slowdown=4.0, width=64,
+    kw = dict(workers=6, servers=2, sharding="hash", steps=12, stragglers=1, slowdown=4.0, width=64,
               partition_bytes=4096, eval_every=0)
     fixed = {s: ps.run_ps(mode="ssp", staleness=s, straggle="fixed", **kw) for s in (1, 3)}
     free = ps.run_ps(mode="async", straggle="fixed", **kw)
@@ -177,6 +184,15 @@ def test_summation_service_trains_the_all_reduce_model(cpu_servers, fraction):
     r = hybrid.run_hybrid(4, cpu_servers, fraction, steps=8, width=64, batch=16, lr=0.1, momentum=0.9,
                           partition_bytes=2048)
     torch.testing.assert_close(r["params"], reference(8, 64, 16, 0.1, 0.9, ps.Membership(4, 8)), rtol=0, atol=1e-6)
+
+
+def test_colocated_layout_every_rank_is_worker_and_server():
+    r = ps.run_ps(workers=4, colocated=True, steps=6, width=64, batch=16, lr=0.1, momentum=0.9, partition_bytes=2048)
+    assert r.setup["servers"] == 4 and len(r.server_bytes) == 4
+    torch.testing.assert_close(r.workers[0]["params"], reference(6, 64, 16, 0.1, 0.9, ps.Membership(4, 6)),
+                               rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="^colocated:"):
+        ps.run_ps(workers=4, colocated=True, mode="async")
 
 
 # ---- command line --------------------------------------------------------------------------------

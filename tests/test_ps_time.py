@@ -57,7 +57,7 @@ def test_colocated_ps_moves_what_allreduce_moves_and_byteps_beats_both():
     assert mixed["comm_s"] < ring and mixed["comm_s"] < plain.comm_s
 
 
-ASYNC = dict(workers=6, servers=2, sharding="hash", steps=20, stragglers=2, slowdown=3.0, width=64,
+ASYNC = dict(workers=6, servers=2, sharding="hash", steps=14, stragglers=2, slowdown=3.0, width=64,
              partition_bytes=4096, eval_every=5)
 
 

@@ -14,6 +14,8 @@ def add_parser(p) -> None:
     p.add_argument("--workers", type=int, default=8, help="worker ranks (default 8); workers + servers <= 16")
     p.add_argument("--servers", type=int, default=2, help="parameter-server ranks (default 2)")
     p.add_argument("--sharding", default="hash", help="range (ps-lite) or hash (BytePS) (default hash)")
+    p.add_argument("--colocated", action="store_true",
+                   help="every rank is a worker and a server (k = workers; BSP only): all-reduce's traffic")
     p.add_argument("--partition-bytes", type=int, default=None,
                    help="bytes per chunk (default 16384; 0 with range: one message per server)")
     p.add_argument("--mode", default="bsp", help="bsp, async or ssp (default bsp)")
@@ -39,15 +41,18 @@ def main(args) -> int:
                staleness=args.staleness, bandwidth=args.bandwidth, latency=args.latency, steps=args.steps,
                width=args.width, batch=args.batch, lr=args.lr, momentum=args.momentum,
                stragglers=args.stragglers, slowdown=args.slowdown, straggle=args.straggle,
-               partition_bytes=args.partition_bytes, eval_every=args.eval_every, seed=args.seed)
+               partition_bytes=args.partition_bytes, eval_every=args.eval_every, seed=args.seed,
+               colocated=args.colocated)
     total = sum(r.server_bytes)
+    who = "ranks   " if r.setup.get("colocated") else "servers "
     lines = [
-        f"netlab ps: {args.workers} workers, {args.servers} servers ({r.setup['sharding']}, {r.setup['chunks']} chunks "
-        f"of a {fmt_bytes(r.setup['model_bytes'])} model), mode {r.setup['mode']}"
+        f"netlab ps: {args.workers} workers, "
+        + (f"each also a server" if r.setup.get("colocated") else f"{args.servers} servers")
+        + f" ({r.setup['sharding']}, {fmt_bytes(r.setup['model_bytes'])} model), mode {r.setup['mode']}"
         + (f" s={args.staleness}" if r.setup["mode"] == "ssp" else ""),
         f"  network  {r.setup['network']}",
         f"  step     {fmt_time(r.step_s)}   (push/pull {fmt_time(r.comm_s)} on the slowest worker)",
-        "  servers  " + "   ".join(f"#{i}: {fmt_bytes(b)} ({b / total:.0%}), port busy {u:.0%}"
+        f"  {who} " + "   ".join(f"#{i}: {fmt_bytes(b)} ({b / total:.0%}), port busy {u:.0%}"
                                     for i, (b, u) in enumerate(zip(r.server_bytes, r.server_util))),
         f"  staleness {r.staleness}   (updates between read and apply: count)",
         f"  accuracy {r.accuracy:.3f} after {args.steps} steps",

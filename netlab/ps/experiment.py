@@ -102,19 +102,58 @@ def make_config(workers=4, servers=1, sharding="range", mode="bsp", staleness=2,
 
 def run_ps(workers=4, servers=1, sharding="range", mode="bsp", staleness=2, bandwidth="10Gbit/s", latency="5us",
            steps=50, width=128, layers=2, batch=32, lr=0.2, momentum=0.0, stragglers=0, slowdown=1.0,
-           straggle="random", partition_bytes=None, membership=None, eval_every=10, device="cpu-core", efficiency=0.5, seed=0,
-           start=0, restore=None, ready=None, timeout=120.0) -> PSResult:
-    """Train with `workers` workers and `servers` parameter servers on real ranks; see the module doc."""
+           straggle="random", partition_bytes=None, membership=None, eval_every=10, device="cpu-core",
+           efficiency=0.5, seed=0, start=0, restore=None, ready=None, colocated=False, emulate=True,
+           timeout=120.0) -> PSResult:
+    """Train with `workers` workers and `servers` parameter servers on real ranks; see the module doc.
+
+    ``colocated=True``: every rank is a worker and a server (k = p; `servers` is ignored), BSP
+    only -- BytePS's summation service with no CPU servers (``hybrid.py``); server_bytes then
+    counts each rank's whole NIC, its worker traffic included.
+    ``emulate=False``: no emulated network, the wall clock (loopback here, or a real cluster under
+    torchrun with workers + servers processes). Servers then take pushes in the order they start
+    for real, so ASP/SSP results vary from run to run; BSP's model does not (sums in rank order).
+    """
+    if colocated:
+        if consistency.check_mode(mode, staleness)[0] != "bsp":
+            raise ValueError(f"colocated: a colocated PS here is synchronous only (mode='bsp'), got mode={mode!r}")
+        if stragglers or membership is not None or restore is not None or start:
+            raise ValueError("colocated: stragglers, membership and saved servers need separate servers "
+                             "(colocated=False)")
+        return _colocated(workers, sharding, bandwidth, latency, steps, width, layers, batch, lr, momentum,
+                          partition_bytes, eval_every, device, efficiency, seed, timeout)
     cfg = make_config(workers, servers, sharding, mode, staleness, steps, width, layers, batch, lr, momentum,
                       stragglers, slowdown, straggle, partition_bytes, membership, eval_every, seed, start, restore,
                       ready)
-    net = make_network(bandwidth, latency)
+    net = make_network(bandwidth, latency) if emulate else None
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     ranks = cfg.roles.world_size
-    cluster.check_memory(ranks, 80e6 + 6 * train.grad_bytes(width, layers), "this parameter-server run")
-    res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=dev, timeout=timeout)
-    return summarize(cfg, res, {"bandwidth_Bps": net.nic.bandwidth, "latency_s": net.nic.latency,
-                                "network": net.describe(), "device": dev.name})
+    if not cluster.under_torchrun():
+        cluster.check_memory(ranks, 80e6 + 6 * train.grad_bytes(width, layers), "this parameter-server run")
+    res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=dev if emulate else None, timeout=timeout)
+    where = ({"bandwidth_Bps": net.nic.bandwidth, "latency_s": net.nic.latency, "network": net.describe()}
+             if emulate else {"network": "none (wall clock)"})
+    return summarize(cfg, res, {**where, "device": dev.name, "clock": "virtual" if emulate else "wall"})
+
+
+def _colocated(workers, sharding, bandwidth, latency, steps, width, layers, batch, lr, momentum, partition_bytes,
+               eval_every, device, efficiency, seed, timeout) -> PSResult:
+    from .hybrid import run_hybrid
+    if sharding not in ("range", "hash"):
+        raise ValueError(f"sharding: must be one of range, hash, got {sharding!r}")
+    out = run_hybrid(workers, 0, 0.0, bandwidth, latency, steps, width, layers, batch, lr, momentum, partition_bytes,
+                     eval_every, device, efficiency, seed, timeout, method="hash" if sharding == "hash" else "balanced")
+    tr = out["trace"]
+    util = [sum(e.end - e.start for e in tr.of(r, "recv")) / tr.makespan for r in range(workers)]
+    hist = out["history"]
+    setup = {"workers": workers, "servers": workers, "colocated": True, "sharding": sharding, "mode": "bsp",
+             "steps": steps, "width": width, "model_bytes": out["model_bytes"], "lr": lr, "momentum": momentum,
+             "network": make_network(bandwidth, latency).describe(), "clock": "virtual"}
+    setup["chunks"] = out["chunks"]
+    pushes = steps * workers * out["chunks"]                     # every update is the sum of one step: never stale
+    return PSResult(out["step_s"], out["comm_s"], out["worker_bytes"], util, {0: pushes}, 0,
+                    hist["accuracy"][-1] if hist["accuracy"] else math.nan, hist, tr, setup,
+                    workers=[{"worker": 0, "params": out["params"], "history": hist}])
 
 
 def summarize(cfg: PSConfig, res, extra: dict) -> PSResult:
@@ -139,7 +178,8 @@ def summarize(cfg: PSConfig, res, extra: dict) -> PSResult:
              "chunks": len(cfg.smap.chunks), "mode": cfg.mode,
              "staleness_bound": None if math.isinf(cfg.staleness) else cfg.staleness,
              "steps": cfg.membership.steps, "width": cfg.width, "model_bytes": 4 * cfg.smap.numel,
-             "stragglers": cfg.stragglers, "slowdown": cfg.slowdown, "straggle": cfg.straggle, "lr": cfg.lr, "momentum": cfg.momentum, **extra}
+             "stragglers": cfg.stragglers, "slowdown": cfg.slowdown, "straggle": cfg.straggle, "lr": cfg.lr,
+             "momentum": cfg.momentum, **extra}
     return PSResult(step_s, comm_s, server_bytes, util, consistency.histogram(r[3] for r in records),
                     max(gaps, default=0), history["accuracy"][-1] if history["accuracy"] else math.nan,
                     history, tr, setup, [s["state"] for s in servers],

@@ -148,7 +148,7 @@ def rank_main(comm, cfg: HybridConfig) -> dict:
 
 def run_hybrid(workers=8, cpu_servers=2, fraction=None, bandwidth="10Gbit/s", latency="5us", steps=1, width=128,
                layers=2, batch=32, lr=0.2, momentum=0.0, partition_bytes=None, eval_every=0, device="cpu-core",
-               efficiency=0.5, seed=0, timeout=120.0) -> dict:
+               efficiency=0.5, seed=0, timeout=120.0, method="balanced") -> dict:
     """Run the summation service on real ranks: step and push/pull time, per-rank bytes, accuracy."""
     from .. import cluster
     from ..net.network import network as make_network
@@ -158,7 +158,7 @@ def run_hybrid(workers=8, cpu_servers=2, fraction=None, bandwidth="10Gbit/s", la
     Roles.of(workers, max(cpu_servers, 1))                       # the rank-count check, one message
     train.check_model(width, layers)
     smap = mixed_map(train.parameter_count(width, layers), workers, cpu_servers,
-                     partition_bytes or DEFAULT_PARTITION_BYTES, fraction)
+                     partition_bytes or DEFAULT_PARTITION_BYTES, fraction, method)
     cfg = HybridConfig(workers, cpu_servers, smap, steps, width, layers, batch, lr, momentum, seed, eval_every)
     net = make_network(bandwidth, latency)
     ranks = workers + cpu_servers
@@ -172,4 +172,4 @@ def run_hybrid(workers=8, cpu_servers=2, fraction=None, bandwidth="10Gbit/s", la
     return {"step_s": res.trace.makespan / steps, "comm_s": comm_s, "worker_bytes": nic[:workers],
             "server_bytes": nic[workers:], "cpu_share": sum(smap.elements_per_server()[:cpu_servers]) / smap.numel,
             "accuracy": hist["accuracy"][-1] if hist["accuracy"] else None, "history": hist,
-            "params": w[0]["params"], "model_bytes": 4 * smap.numel, "trace": res.trace}
+            "params": w[0]["params"], "model_bytes": 4 * smap.numel, "chunks": len(smap.chunks), "trace": res.trace}

@@ -93,7 +93,8 @@ class DenseServer:
         while any(n is not None for n in self.next.values()):
             ready = [w for w in self.workers if self.next[w] is not None and not self._excused(w)]
             if not ready:
-                raise RuntimeError(f"server {self.server}: every worker waits on this server (a bug in the ps order)")
+                raise RuntimeError(f"server {self.server}: every worker still training waits for an answer this server "
+                                   f"holds back -- does the SSP wait condition ever let a worker go?")
             for w in ready:
                 if w not in self.keys:
                     protocol.arrived(self.posted[w][0])          # wall-clock wait; decides nothing

@@ -226,5 +226,6 @@ def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=
     served = [v["rows_served"] for v in srv]
     looked = sum(v["lookups"] for v in res.values[:workers])
     return {"placement": placement, "server_bytes": nic, "hottest_share": max(nic) / sum(nic),
-            "rows_served": served, "lookups": looked.tolist(), "hottest_lookup_share": float(looked.max() / looked.sum()), "step_s": res.trace.makespan / steps, "table": table, "hot_rows": hot_ids,
-            "trace": res.trace}
+            "rows_served": served, "lookups": looked.tolist(),
+            "hottest_lookup_share": float(looked.max() / looked.sum()), "step_s": res.trace.makespan / steps,
+            "table": table, "hot_rows": hot_ids, "trace": res.trace}
