@@ -214,3 +214,11 @@ def test_cli_bad_values_give_one_line_and_exit_2(argv, parameter):
     out = subprocess.run([sys.executable, "-m", "netlab", "ps", *argv], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and f"error: {parameter}:" in out.stderr
+
+
+def test_panel_runs_headless_and_follows_its_controls():
+    from netlab.ui.ch3 import PSPanel
+    panel = PSPanel(workers=3, servers=1, steps=4, stragglers=1)
+    assert panel.last.setup["mode"] == "bsp" and panel.baseline["step_s"] > 0
+    panel.controls["mode"].value = "async"
+    assert panel.last.setup["mode"] == "async" and len(panel.last.server_bytes) == 1

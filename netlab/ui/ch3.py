@@ -80,7 +80,8 @@ class PSPanel:
                                           style=style),
             "staleness": widgets.IntSlider(staleness, 0, 8, description="staleness bound s", **slider),
             "stragglers": widgets.IntSlider(stragglers, 0, 4, description="stragglers / step", **slider),
-            "slowdown": widgets.FloatSlider(value=slowdown, min=1.0, max=8.0, step=0.5, description="straggler slowdown", **slider),
+            "slowdown": widgets.FloatSlider(value=slowdown, min=1.0, max=8.0, step=0.5,
+                                            description="straggler slowdown", **slider),
         }
         self.steps, self.partition_bytes = steps, partition_bytes
         self.last = self.baseline = None
