@@ -49,6 +49,17 @@ class Request:
     def __init__(self, kind: str, peer: int, nbytes: int, handles: list, header=None, end=None, label=""):
         self.kind, self.peer, self.nbytes, self.handles = kind, peer, nbytes, handles
         self.header, self.end, self.label, self.done = header, end, label, False
+        self._moved = 0                              # handles whose transport has completed
+
+    def arrive(self, upto: int | None = None) -> None:
+        """Block until the data has moved (the first `upto` handles), without booking ports or moving
+        the clock: ``comm.wait`` does that later, exactly as if it had waited itself. A parameter
+        server uses it to learn which pushes are in before choosing, by virtual time, which to apply.
+        (gloo's wait must not be called twice on a finished receive: the second call blocks.)"""
+        upto = len(self.handles) if upto is None else upto
+        while self._moved < upto:
+            self.handles[self._moved].wait()
+            self._moved += 1
 
 
 def nbytes_of(tensor: torch.Tensor) -> int:
@@ -162,7 +173,7 @@ class Comm:
             if req.done:
                 continue
             if self.virtual and req.kind == "recv":
-                req.handles[0].wait()
+                req.arrive(1)                             # the header: when and how much was sent
                 start, sent = float(req.header[0]), int(req.header[1])
                 if sent != req.nbytes:
                     raise RuntimeError(f"rank {self.rank}: recv from rank {req.peer} expected {req.nbytes} bytes "
@@ -171,12 +182,10 @@ class Comm:
                 duration = self.network.link(req.peer, self.rank).time(sent)
                 begin = self._port(cls, "in").reserve(start, duration)
                 req.end = begin + duration
-                for h in req.handles[1:]:
-                    h.wait()
+                req.arrive()
                 self._event("recv", req.peer, sent, begin, req.end)
             else:
-                for h in req.handles:
-                    h.wait()
+                req.arrive()
                 if not self.virtual:
                     req.end = self.now()
                     self._event(req.kind, req.peer, req.nbytes, req.start, req.end)
