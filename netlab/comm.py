@@ -216,15 +216,16 @@ class Comm:
 
         Virtual time: the clock advances by the modelled duration (``seconds``, or ``flops`` over the
         device's peak times efficiency); the body's wall time does not count.
-        Wall time: the measured duration counts; given ``seconds``, the rank sleeps out the rest.
+        Wall time: the measured duration counts (FLOPs are ignored); given ``seconds``, the rank sleeps
+        out the rest of them.
         """
         modelled = self._modelled(seconds, flops)
         start = self.now()
         yield
         if self.virtual:
             self._clock += modelled
-        elif modelled is not None:
-            spare = modelled - (self.now() - start)
+        elif seconds is not None:                   # an emulated compute phase: take as long as asked
+            spare = seconds - (self.now() - start)
             if spare > 0:
                 time.sleep(spare)
         self._event("compute", -1, 0, start, self.now(), label)
