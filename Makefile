@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[lab,dev]"
 	@touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told; containers often run as root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: install
-	OMP_NUM_THREADS=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=labs
+	OMP_NUM_THREADS=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=labs $(ROOT_FLAG)
 
 test: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q
