@@ -61,6 +61,7 @@ class RankStep:
     recvs: list[tuple[int, int, int]]
     reduce: bool
     scratch: int            # elements of receive space the step's sums need
+    in_place: list[bool]    # per receive (copy steps): may it land straight in the buffer?
 
 
 def rank_plan(steps, rank: int) -> list[RankStep]:
@@ -73,7 +74,11 @@ def rank_plan(steps, rank: int) -> list[RankStep]:
             continue                                   # not part of this step: do not wait for it
         sends = [(int(step.offset[i]), int(step.length[i]), int(step.dst[i])) for i in out]
         recvs = [(int(step.offset[i]), int(step.length[i]), int(step.src[i])) for i in inc]
-        plan.append(RankStep(sends, recvs, step.reduce, sum(n for _, n, _ in recvs) if step.reduce else 0))
+        # a copy may land in place unless it overlaps what this rank sends in the same step
+        in_place = [not step.reduce and not any(so < o + n and o < so + sn for so, sn, _ in sends)
+                    for o, n, _ in recvs]
+        plan.append(RankStep(sends, recvs, step.reduce, sum(n for _, n, _ in recvs) if step.reduce else 0,
+                             in_place))
     return plan
 
 
@@ -85,32 +90,39 @@ def execute(comm, buf: torch.Tensor | None, steps, count: int | None = None, ele
     (``count`` elements of ``element_size`` bytes in all), for timing sweeps that would not fit in
     memory; the times are identical to a real payload's.
     """
-    if buf is not None:
-        if buf.dim() != 1 or not buf.is_contiguous():
-            raise ValueError("buf: collectives work on a flat contiguous tensor (use tensor.view(-1))")
-        element_size = buf.element_size()
-    scratch = None                                     # receive space for sums, reused step after step
-    for step in plan if plan is not None else rank_plan(steps, comm.rank):
-        if buf is not None and step.reduce and (scratch is None or scratch.numel() < step.scratch):
-            scratch = torch.empty(step.scratch, dtype=buf.dtype)
-        recvs, used = [], 0                            # receives first: gloo moves data once the receive is posted
-        for o, n, src in step.recvs:
-            if buf is None:
-                into = None
-            elif step.reduce:                          # sums land in scratch, then add into place
-                into, used = scratch[used:used + n], used + n
-            elif any(so < o + n and o < so + sn for so, sn, _ in step.sends):
-                into = torch.empty(n, dtype=buf.dtype)  # overlaps what this rank sends: own buffer
-            else:                                      # copies land in place: no extra pass
-                into = buf[o:o + n]
-            recvs.append((o, n, into, comm.irecv(into, src, nbytes=n * element_size)))
-        sends = [comm.isend(None if buf is None else buf[o:o + n], dst, nbytes=n * element_size)
-                 for o, n, dst in step.sends]
+    plan = plan if plan is not None else rank_plan(steps, comm.rank)
+    if buf is None:
+        for step in plan:
+            recvs = [comm.irecv(None, src, nbytes=n * element_size) for _, n, src in step.recvs]
+            sends = [comm.isend(None, dst, nbytes=n * element_size) for _, n, dst in step.sends]
+            comm.wait(*sends, *recvs)
+            if step.reduce:
+                for _, n, _ in step.recvs:
+                    comm.reduce_cost(n * element_size)
+        return
+    if buf.dim() != 1 or not buf.is_contiguous():
+        raise ValueError("buf: collectives work on a flat contiguous tensor (use tensor.view(-1))")
+    element_size = buf.element_size()
+    need = max((step.scratch for step in plan), default=0)
+    scratch = torch.empty(need, dtype=buf.dtype)                      # receive space for sums, reused
+    for step in plan:
+        # receives first: gloo moves data once the receive is posted
+        if step.reduce:
+            recvs, used = [], 0
+            for o, n, src in step.recvs:               # sums land in scratch, then add into place
+                into = scratch[used:used + n]
+                used += n
+                recvs.append((o, n, into, comm.irecv(into, src)))
+        else:                                          # copies land in place when they can
+            recvs = []
+            for (o, n, src), here in zip(step.recvs, step.in_place):
+                into = None if here else torch.empty(n, dtype=buf.dtype)
+                recvs.append((o, n, into, comm.irecv(buf[o:o + n] if here else into, src)))
+        sends = [comm.isend(buf[o:o + n], dst) for o, n, dst in step.sends]
         comm.wait(*sends, *(r[3] for r in recvs))
         for o, n, into, _ in recvs:
             if step.reduce:
-                if into is not None:
-                    buf[o:o + n] += into
+                buf[o:o + n] += into
                 comm.reduce_cost(n * element_size)
-            elif into is not None and into.data_ptr() != buf[o:o + n].data_ptr():
+            elif into is not None:
                 buf[o:o + n].copy_(into)
