@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 from netlab.net import fabrics  # noqa: E402
 from netlab.net.topology import Host  # noqa: E402
 from netlab.sim import experiments as E  # noqa: E402
+from netlab.ui.ch5 import scaling_plot  # noqa: E402
 
 
 def ecmp(out: str, seeds: int) -> None:
@@ -108,17 +109,7 @@ def scaling(out: str) -> None:
     for r in rows:
         print(f"  {r['design']:40s} {r['placement']:8s} {r['ranks']:5d} ranks  busbw {r['busbw_GBps']:6.2f}"
               f"  ({r['wall_s']:.2f} s to simulate)")
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for i, name in enumerate(designs):
-        for placement, style in (("ordered", "-o"), ("shuffled", ":x")):
-            pts = [(r["ranks"], r["busbw_GBps"]) for r in rows if r["design"] == name and r["placement"] == placement]
-            if pts:
-                ax.plot(*zip(*pts), style, color=f"C{i}", label=f"{name}, {placement}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("ranks")
-    ax.set_ylabel("busbw (GB/s, GB = 1e9 B)")
-    ax.legend(fontsize=6)
+    fig = scaling_plot(rows, title="busbw against scale, S = 64 MiB")   # the chapter's own figure
     fig.tight_layout()
     fig.savefig(os.path.join(out, "busbw_vs_scale.png"), dpi=110)
     plt.close(fig)
