@@ -53,7 +53,7 @@ def test_other_collectives(collective):
 
 def _ps(comm, count, servers):
     start = comm.now()
-    execute(comm, None, list(parameter_server(comm.world_size, count, servers)), count, 4)
+    execute(comm, None, list(parameter_server(comm.world_size, count, servers)), element_size=4)
     return comm.now() - start
 
 

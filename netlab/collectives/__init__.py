@@ -78,7 +78,7 @@ def _run(comm, collective, algo, flat, count, dtype, **options):
     if comm.world_size > 1:
         plan = _plan(collective, algo, comm.world_size, count, comm.rank, tuple(sorted(options.items())))
         with comm.region(f"{collective}:{algo}"):
-            execute(comm, flat, None, count, element_size, plan=plan)
+            execute(comm, flat, None, element_size, plan=plan)
 
 
 @functools.lru_cache(maxsize=256)

@@ -82,13 +82,13 @@ def rank_plan(steps, rank: int) -> list[RankStep]:
     return plan
 
 
-def execute(comm, buf: torch.Tensor | None, steps, count: int | None = None, element_size: int | None = None,
+def execute(comm, buf: torch.Tensor | None, steps, element_size: int | None = None,
             plan: list[RankStep] | None = None) -> None:
     """Run a schedule (or this rank's precomputed `plan` of it) on this rank; `buf` changes in place.
 
     With ``buf=None`` the run is size-only (virtual time only): messages carry just their size
-    (``count`` elements of ``element_size`` bytes in all), for timing sweeps that would not fit in
-    memory; the times are identical to a real payload's.
+    (their elements times ``element_size`` bytes), for timing sweeps that would not fit in memory;
+    the times are identical to a real payload's.
     """
     plan = plan if plan is not None else rank_plan(steps, comm.rank)
     if buf is None:
