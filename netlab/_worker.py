@@ -67,9 +67,10 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
             n = message[1]
             try:
                 groups[n] = dist.new_group(list(range(n)), timeout=timedelta(seconds=timeout_s))
-                conn.send(("group", True, None))
-            except BaseException:  # noqa: BLE001
-                conn.send(("group", False, traceback.format_exc()))
+                conn.send_bytes(cloudpickle.dumps(("group", True, n)))
+            except BaseException as exc:  # noqa: BLE001
+                conn.send_bytes(cloudpickle.dumps(("group", False, (type(exc).__name__, "could not form the group",
+                                                                    traceback.format_exc()))))
             continue
         _, run_id, n, payload = message
         try:

@@ -167,9 +167,9 @@ class Cluster:
         started = time.perf_counter()
         try:
             if n not in self._groups:                      # a smaller world: a subgroup of the pool
-                self._collect(self._conns, [("group", n)] * self.world_size, timeout, raw=False)
+                self._collect(self._conns, [("group", n)] * self.world_size, timeout)
                 self._groups.add(n)
-            replies = self._collect(self._conns[:n], [("run", run_id, n, payload)] * n, timeout, raw=True)
+            replies = self._collect(self._conns[:n], [("run", run_id, n, payload)] * n, timeout)
         except KeyboardInterrupt:
             self.close(force=True)
             raise Interrupted("interrupted: the ranks were stopped; the next run starts a fresh pool") from None
@@ -181,32 +181,34 @@ class Cluster:
         return RunResult([r["value"] for r in replies], trace, [r["counters"] for r in replies],
                          time.perf_counter() - started)
 
-    def _collect(self, conns, messages, timeout: float, raw: bool) -> list:
+    def _collect(self, conns, messages, timeout: float) -> list:
         """Send one message to each rank, then wait for every reply, a failure, a death or the deadline."""
         for conn, message in zip(conns, messages):
             conn.send(message)
+        pending = set(range(len(conns)))
         replies = [None] * len(conns)
         deadline = time.monotonic() + timeout
-        while any(r is None for r in replies):
+        while pending:
             left = deadline - time.monotonic()
             if left <= 0:
-                self._timeout(timeout, replies)
-            ready = mpc.wait([c for c, r in zip(conns, replies) if r is None] + self._dead_sentinels(),
+                self._timeout(timeout, pending)
+            ready = mpc.wait([conns[r] for r in pending] + self._dead_sentinels(),
                              timeout=min(left, 0.25))
             for conn in ready:
                 if conn not in conns:
                     self._raise_if_dead()
                     continue
                 rank = conns.index(conn)
-                _, ok, body = cloudpickle.loads(conn.recv_bytes()) if raw else conn.recv()
+                _, ok, body = cloudpickle.loads(conn.recv_bytes())
                 if not ok:
-                    raise RankError(rank, *body) if raw else RankError(rank, "GroupError", "could not form the group", body)
-                replies[rank] = body if raw else True
+                    raise RankError(rank, *body)
+                replies[rank] = body
+                pending.discard(rank)
         return replies
 
-    def _timeout(self, timeout, replies):
+    def _timeout(self, timeout, pending):
         waiting = [f"  rank {r}: {s or 'busy (computing, or inside a torch collective)'}"
-                   for r, (s, rep) in enumerate(zip(self.status(), replies)) if rep is None]
+                   for r, s in enumerate(self.status()) if r in pending]
         raise RankTimeout(f"run did not finish within {timeout:g} s; {len(waiting)} rank(s) still running "
                           f"(a deadlock? a send without a matching recv?):\n" + "\n".join(waiting))
 
