@@ -103,7 +103,7 @@ def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None
     if algo == "torch":
         if network is not None:
             raise ValueError("algo: 'torch' (torch's own collective) can only be timed on the wall clock")
-        collective = collectives.resolve(collective, "ring" if collective != "broadcast" else "tree")[0]
+        collective = collectives.resolve_collective(collective)
     else:
         collective, algo = collectives.resolve(collective, algo)
     if dtype not in DTYPES:

@@ -148,9 +148,7 @@ def algbw(nbytes: float, seconds: float) -> float:
 
 def busbw(collective: str, p: int, nbytes: float, seconds: float) -> float:
     """Bus bandwidth in bytes/s: algbw times nccl-tests' factor, comparable to the link's speed."""
-    collective = collectives.ALIASES.get(collective, collective)
-    if collective not in BUSBW_FACTOR:
-        raise ValueError(f"collective: unknown {collective!r}; choose one of {', '.join(BUSBW_FACTOR)}")
+    collective = collectives.resolve_collective(collective)
     return algbw(nbytes, seconds) * BUSBW_FACTOR[collective](p)
 
 

@@ -78,6 +78,8 @@ def test_wall_clock_bench_against_torch_runs():
     rows = bench("allreduce", "torch", 2, [4096], None, iters=2) + bench("allreduce", "ring", 2, [4096], None, iters=2)
     assert all(r["time_s"] > 0 and r["predicted_s"] is None and r["clock"] == "wall" for r in rows)
     assert cost.busbw("allreduce", 2, 4096, rows[0]["time_s"]) > 0
+    for collective in ("broadcast", "reduce", "allgather", "reduce_scatter"):     # torch's own, for every one
+        assert bench(collective, "torch", 2, [4096], None, iters=1)[0]["time_s"] > 0
 
 
 def test_bench_under_torchrun_measures_the_real_transport():

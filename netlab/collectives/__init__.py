@@ -43,11 +43,17 @@ ALIASES = {"rd": "recursive_doubling", "hd": "halving_doubling", "rabenseifner":
            "all_gather": "allgather", "all_reduce": "allreduce", "reducescatter": "reduce_scatter"}
 
 
-def resolve(collective: str, algo: str) -> tuple[str, str]:
-    """Canonical (collective, algorithm) names, or one clear error naming the parameter."""
+def resolve_collective(collective: str) -> str:
+    """The canonical name of a collective ('all_reduce' -> 'allreduce'), or one clear error."""
     collective = ALIASES.get(collective, collective)
     if collective not in ALGORITHMS:
         raise ValueError(f"collective: unknown {collective!r}; choose one of {', '.join(ALGORITHMS)}")
+    return collective
+
+
+def resolve(collective: str, algo: str) -> tuple[str, str]:
+    """Canonical (collective, algorithm) names, or one clear error naming the parameter."""
+    collective = resolve_collective(collective)
     algo = ALIASES.get(algo, algo)
     if algo not in ALGORITHMS[collective]:
         raise ValueError(f"algo: {collective} has no algorithm {algo!r}; choose one of "
@@ -162,5 +168,5 @@ def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, d
     return buf[o:o + n].clone()
 
 
-__all__ = ["ALGORITHMS", "ALIASES", "resolve", "schedule", "execute", "Step", "chunk_bounds",
+__all__ = ["ALGORITHMS", "ALIASES", "resolve", "resolve_collective", "schedule", "execute", "Step", "chunk_bounds",
            "allreduce", "broadcast", "reduce", "all_gather", "all_gather_chunks", "reduce_scatter"]
