@@ -22,9 +22,13 @@ share h of the model replaces 1/k.
 """
 from __future__ import annotations
 
+from .. import cost
+from ..net.network import Link
+
 
 def allreduce_time(p: int, model_bytes: float, bandwidth: float) -> float:
-    return 2 * (p - 1) / p * model_bytes / bandwidth if p > 1 else 0.0
+    """The ring's bandwidth term (no latency), from the project's cost model."""
+    return cost.ring_allreduce(p, model_bytes, Link(bandwidth, 0.0))
 
 
 def ps_time(p: int, k: int, model_bytes: float, bandwidth: float, overlapped: bool = True,
