@@ -32,6 +32,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -79,6 +80,22 @@ def check_ranks(ranks) -> int:
     if not 1 <= ranks <= MAX_RANKS:
         raise ValueError(f"ranks: must be from 1 to {MAX_RANKS}, got {ranks}")
     return ranks
+
+
+# One run at a time on the pool. A widget callback may run on another kernel thread (JupyterLab's
+# comms over subshells) while a cell runs on the main one: the second caller waits its turn.
+_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def _turn(timeout: float):
+    if not _lock.acquire(timeout=timeout):
+        raise RankTimeout(f"the rank pool stayed busy with another run (a cell or a panel) for {timeout:g} s; "
+                          f"try again when it has finished")
+    try:
+        yield
+    finally:
+        _lock.release()
 
 
 class Cluster:
@@ -162,8 +179,14 @@ class Cluster:
             raise ValueError(f"ranks: this pool has {self.world_size} ranks, {n} were asked for")
         if not timeout > 0:
             raise ValueError(f"timeout: must be greater than zero, got {timeout!r}")
-        run_id = next(self._run_ids) % (2**31 - 1)        # also the gloo tag: stale messages never match
         payload = cloudpickle.dumps((fn, args, kwargs, network, device))
+        with _turn(timeout):
+            if not self.alive:
+                raise RuntimeError("this cluster was closed while waiting for its turn; run again")
+            return self._run(payload, n, network, timeout)
+
+    def _run(self, payload: bytes, n: int, network, timeout: float) -> RunResult:
+        run_id = next(self._run_ids) % (2**31 - 1)        # also the gloo tag: stale messages never match
         started = time.perf_counter()
         try:
             if n not in self._groups:                      # a smaller world: a subgroup of the pool
@@ -312,6 +335,12 @@ def get_cluster(ranks: int) -> Cluster:
     """
     global _default
     check_ranks(ranks)
+    with _turn(DEFAULT_TIMEOUT):
+        return _pool(ranks)
+
+
+def _pool(ranks: int) -> Cluster:
+    global _default
     if _default is None or not _default.alive or _default.world_size < ranks:
         if _default is not None:
             _default.close(force=not _default.alive)
@@ -322,9 +351,10 @@ def get_cluster(ranks: int) -> Cluster:
 def shutdown() -> None:
     """Stop the shared pool (it restarts on the next run)."""
     global _default
-    if _default is not None:
-        _default.close()
-        _default = None
+    with _turn(DEFAULT_TIMEOUT):
+        if _default is not None:
+            _default.close()
+            _default = None
 
 
 def run(fn, *args, ranks: int | None = None, network: Network | None = None, device: Device | None = None,
@@ -335,5 +365,7 @@ def run(fn, *args, ranks: int | None = None, network: Network | None = None, dev
         return run_here(fn, args, kwargs, ranks, network, device)
     if ranks is None:
         raise ValueError("ranks: how many ranks to run on (1 to %d)" % MAX_RANKS)
-    return get_cluster(ranks).run(fn, *args, ranks=ranks, network=network, device=device, timeout=timeout,
-                                  **kwargs)
+    check_ranks(ranks)
+    with _turn(timeout):                    # the pool cannot be replaced between choosing it and running
+        return _pool(ranks).run(fn, *args, ranks=ranks, network=network, device=device, timeout=timeout,
+                                **kwargs)
