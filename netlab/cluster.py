@@ -13,10 +13,14 @@ How it is built, and why (see DESIGN.md, "Facts that shape the work"):
 * The rendezvous is a file in a private temporary folder and gloo binds to loopback, so nothing
   listens beyond 127.0.0.1 and two labs on one machine never meet.
 * Failures are loud and quick: a rank that raises gives ``RankError`` with its traceback as soon as
-  it is reported; a run that does not finish in ``timeout`` seconds gives ``RankTimeout`` naming
-  what each unfinished rank was waiting for; Ctrl-C / Kernel > Interrupt stops the ranks. In each
-  case the pool is torn down (no process is left) and the next run starts a fresh one. Ranks also
-  exit by themselves when the launching process dies.
+  it is reported; a rank that dies (exit, signal, segfault, OOM kill) gives ``RankDied`` naming the
+  rank and its exit code or signal, and "out of memory?" only when the cgroup's OOM-kill counter
+  went up; a run that does not finish in ``timeout`` seconds gives ``RankTimeout`` naming what each
+  unfinished rank was waiting for; Ctrl-C / Kernel > Interrupt stops the ranks. In each case the
+  pool is torn down and the next run starts a fresh one.
+* Nothing is left behind: each rank leads its own process group, so whatever it starts is killed
+  with it (SIGTERM, then SIGKILL 0.5 s later, every rank at once); ranks kill their group and exit
+  when the launching process dies; temporary files live in one folder per driver (``_rundir``).
 * Under torchrun (RANK/WORLD_SIZE set), ``run`` executes the function in this process on the real
   cluster's process group, with the wall clock, and gathers every rank's result.
 """
@@ -38,7 +42,7 @@ from dataclasses import dataclass
 
 import cloudpickle
 
-from . import _worker
+from . import _death, _rundir, _worker
 from .net.network import Network
 from .net.presets import Device
 from .trace import Trace
@@ -53,6 +57,17 @@ class RankError(RuntimeError):
     def __init__(self, rank: int, exc_type: str, message: str, tb: str):
         self.rank, self.exc_type, self.remote_message, self.remote_traceback = rank, exc_type, message, tb
         super().__init__(f"rank {rank} raised {exc_type}: {message}\n\n--- traceback on rank {rank} ---\n{tb}")
+
+
+class RankDied(RankError):
+    """A rank process died (exit, signal, segfault, OOM kill) instead of answering."""
+
+    def __init__(self, rank: int, exitcode: int, oom: bool | None = None):
+        self.exitcode = exitcode                       # negative: the signal's number, as Process.exitcode
+        self.oom = oom                                 # True: its cgroup counted an OOM kill
+        how = _death.describe(exitcode, oom)
+        self.rank, self.exc_type, self.remote_message, self.remote_traceback = rank, "RankDied", how, ""
+        RuntimeError.__init__(self, f"rank {rank} died: it {how}")
 
 
 class RankTimeout(TimeoutError):
@@ -109,7 +124,11 @@ class Cluster:
         self.pg_timeout = pg_timeout
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(["netlab._preload"])
-        self._dir = tempfile.mkdtemp(prefix="netlab-")          # private (0700): rendezvous file
+        # every file below lives in this driver's folder, swept by the next driver if this one is killed
+        self._dir = tempfile.mkdtemp(prefix="rendezvous-", dir=_rundir.driver_dir())   # private (0700)
+        _rundir.adopt_multiprocessing_tempdir()                # the fork server's socket folder
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_rundir.driver_dir(), "torchinductor"))
+        self._oom = None
         self._status = ctx.Array("c", world_size * _worker.STATUS_BYTES, lock=False)
         alive_r, self._alive = ctx.Pipe(duplex=False)
         self._conns, self.procs = [], []
@@ -127,6 +146,7 @@ class Cluster:
                     self.procs.append(p)
             alive_r.close()
             self.pids = self._gather_ready(start_timeout)
+            self._oom = _death.OomWatch(self.pids)
         except BaseException:
             self.close(force=True)
             raise
@@ -139,24 +159,46 @@ class Cluster:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RankTimeout(f"ranks did not start within {timeout:.0f} s")
-            for conn in mpc.wait([c for c, p in zip(self._conns, pids) if p is None] + self._dead_sentinels(),
-                                 timeout=min(left, 0.5)):
-                self._raise_if_dead()
+            ready = mpc.wait([c for c, p in zip(self._conns, pids) if p is None] + self._sentinels(),
+                             timeout=min(left, 0.5))
+            self._raise_if_died(ready)
+            for conn in ready:
                 rank = self._conns.index(conn)
-                kind, detail = conn.recv()
+                kind, detail = self._receive(rank, conn.recv)
                 if kind == "failed":
                     raise RankError(rank, "StartupError", "could not join the gloo group", detail)
                 pids[rank] = detail
         return pids
 
-    def _dead_sentinels(self):
+    def _sentinels(self) -> list[int]:
         return [p.sentinel for p in self.procs]
 
-    def _raise_if_dead(self):
-        for rank, p in enumerate(self.procs):
-            if p.exitcode is not None:
-                why = f"killed by {signal.Signals(-p.exitcode).name}" if p.exitcode < 0 else f"exit code {p.exitcode}"
-                raise RankError(rank, "ProcessDied", f"rank process died ({why}); out of memory?", "")
+    def _receive(self, rank: int, read):
+        """Read a rank's reply; a closed pipe means the rank died: say how (RankDied)."""
+        try:
+            return read()
+        except (EOFError, OSError):
+            self._raise_if_died(grace=1.0, first=rank)
+            raise RankError(rank, "ConnectionClosed", "the rank closed its pipe to the launcher but did not exit",
+                            "") from None
+
+    def _raise_if_died(self, ready=(), grace: float = 0.0, first: int | None = None) -> None:
+        """Raise RankDied for a dead rank (`first` if it is one of them), waiting up to `grace` s for one.
+
+        A rank's death also breaks its peers' collectives (they report a gloo error): the dead rank
+        is the cause, so it is the one named.
+        """
+        sentinels = self._sentinels()
+        if grace > 0 and not set(ready) & set(sentinels):
+            ready = mpc.wait(sentinels, timeout=grace)
+        dead = [rank for rank, p in enumerate(self.procs) if p.sentinel in ready]
+        if not dead:
+            return
+        rank = first if first in dead else dead[0]
+        p = self.procs[rank]
+        oom = self._oom.verdict(rank, p.pid) if self._oom is not None else None   # before reaping
+        p.join(timeout=1.0)
+        raise RankDied(rank, p.exitcode if p.exitcode is not None else -signal.SIGKILL, oom)
 
     def status(self) -> list[str]:
         """What each rank is waiting for right now ('' if it is not blocked in a receive or send)."""
@@ -172,8 +214,7 @@ class Cluster:
     def run(self, fn, *args, ranks: int | None = None, network: Network | None = None,
             device: Device | None = None, timeout: float = DEFAULT_TIMEOUT, **kwargs) -> RunResult:
         """Run ``fn(comm, *args, **kwargs)`` on ranks 0..ranks-1 (default: all); gather values and trace."""
-        if not self.alive:
-            raise RuntimeError("this cluster was closed; use netlab.run or a new Cluster")
+        self._check_alive()
         n = self.world_size if ranks is None else check_ranks(ranks)
         if n > self.world_size:
             raise ValueError(f"ranks: this pool has {self.world_size} ranks, {n} were asked for")
@@ -181,12 +222,21 @@ class Cluster:
             raise ValueError(f"timeout: must be greater than zero, got {timeout!r}")
         payload = cloudpickle.dumps((fn, args, kwargs, network, device))
         with _turn(timeout):
-            if not self.alive:
-                raise RuntimeError("this cluster was closed while waiting for its turn; run again")
+            self._check_alive()                         # another thread's run may have ended this pool
             return self._run(payload, n, network, timeout)
+
+    def _check_alive(self) -> None:
+        if not self.alive:
+            if self.procs:                             # a rank died while the pool was idle
+                try:
+                    self._raise_if_died(grace=1.0)
+                finally:
+                    self.close(force=True)
+            raise RuntimeError("this cluster was closed; use netlab.run or a new Cluster")
 
     def _run(self, payload: bytes, n: int, network, timeout: float) -> RunResult:
         run_id = next(self._run_ids) % (2**31 - 1)        # also the gloo tag: stale messages never match
+        self._oom.refresh()
         started = time.perf_counter()
         try:
             if n not in self._groups:                      # a smaller world: a subgroup of the pool
@@ -215,15 +265,13 @@ class Cluster:
             left = deadline - time.monotonic()
             if left <= 0:
                 self._timeout(timeout, pending)
-            ready = mpc.wait([conns[r] for r in pending] + self._dead_sentinels(),
-                             timeout=min(left, 0.25))
+            ready = mpc.wait([conns[r] for r in pending] + self._sentinels(), timeout=min(left, 0.25))
+            self._raise_if_died(ready)
             for conn in ready:
-                if conn not in conns:
-                    self._raise_if_dead()
-                    continue
                 rank = conns.index(conn)
-                _, ok, body = cloudpickle.loads(conn.recv_bytes())
+                _, ok, body = cloudpickle.loads(self._receive(rank, conn.recv_bytes))
                 if not ok:
+                    self._raise_if_died(grace=0.2)       # a peer's death is the cause, not its gloo error
                     raise RankError(rank, *body)
                 replies[rank] = body
                 pending.discard(rank)
@@ -236,7 +284,12 @@ class Cluster:
                           f"(a deadlock? a send without a matching recv?):\n" + "\n".join(waiting))
 
     def close(self, force: bool = False) -> None:
-        """Stop the ranks: politely when idle, by signal when forced. Leaves no process behind."""
+        """Stop the ranks: politely when idle, by signal when forced. Leaves no process behind.
+
+        Each rank leads its own process group: the signals go to the groups, so what a rank started
+        (a subprocess, a pool of its own) goes with it. SIGTERM first, SIGKILL to whatever is still
+        there 0.5 s later, every rank at once.
+        """
         _live.discard(self)
         if not force:
             for conn in self._conns:
@@ -244,16 +297,12 @@ class Cluster:
                     conn.send(None)
                 except (OSError, ValueError):
                     pass
-            for p in self.procs:
-                p.join(timeout=2)
-        for p in self.procs:
-            if p.exitcode is None:
-                p.terminate()
+            _wait_all(self.procs, 2.0)
+        _signal_groups(self.procs, signal.SIGTERM)
+        _wait_all(self.procs, 0.5)
+        _signal_groups(self.procs, signal.SIGKILL)       # the group may outlive its leader: kill it too
         for p in self.procs:
             p.join(timeout=2)
-            if p.exitcode is None:
-                p.kill()
-                p.join(timeout=2)
         for conn in self._conns:
             conn.close()
         if getattr(self, "_alive", None) is not None:
@@ -267,6 +316,30 @@ class Cluster:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _wait_all(procs, seconds: float) -> None:
+    """Wait until every process has exited or `seconds` have passed (one deadline for all)."""
+    deadline = time.monotonic() + seconds
+    left = [p.sentinel for p in procs if p.exitcode is None]
+    while left and time.monotonic() < deadline:
+        done = mpc.wait(left, timeout=max(0.0, deadline - time.monotonic()))
+        left = [s for s in left if s not in done]
+
+
+def _signal_groups(procs, sig) -> None:
+    for p in procs:
+        if p.pid is None:
+            continue
+        try:
+            os.killpg(p.pid, sig)                     # the rank's group (its pid: it called setsid)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if p.exitcode is None:                        # not reaped yet: also the rank itself, in case it
+            try:                                      # was stopped before it could call setsid
+                os.kill(p.pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 @contextlib.contextmanager
