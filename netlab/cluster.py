@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import cloudpickle
 
 from . import _death, _rundir, _worker
+from .memory import check_memory, memory_limit  # noqa: F401  (re-exported: cluster.check_memory)
 from .net.network import Network
 from .net.presets import Device
 from .trace import Trace
@@ -375,27 +376,6 @@ def _close_all() -> None:
         cluster.close(force=True)
 
 
-def memory_limit() -> int:
-    """Bytes this process may use: the cgroup limit (Binder: 2 GB) or the machine's memory."""
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = open(path).read().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 1 << 60:
-            return int(text)
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run") -> None:
-    """Refuse, with a clear error, a run whose ranks would not fit in memory (rather than be OOM-killed)."""
-    need = ranks * per_rank_bytes + 600e6                     # + the kernel and the fork server
-    limit = memory_limit()
-    if need > 0.9 * limit:
-        raise MemoryError(f"{what} needs about {need / 1e9:.1f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB) "
-                          f"but this machine allows {limit / 1e9:.1f} GB: use fewer ranks or a smaller size")
-
-
 def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ
 
@@ -409,10 +389,13 @@ def get_cluster(ranks: int) -> Cluster:
     global _default
     check_ranks(ranks)
     with _turn(DEFAULT_TIMEOUT):
-        return _pool(ranks)
+        pool = _pool(ranks)
+        with _idle_lock:
+            _arm_idle_release()
+        return pool
 
 
-def _pool(ranks: int) -> Cluster:
+def _pool(ranks: int) -> Cluster:                    # caller holds _lock
     global _default
     if _default is None or not _default.alive or _default.world_size < ranks:
         if _default is not None:
@@ -422,12 +405,87 @@ def _pool(ranks: int) -> Cluster:
 
 
 def shutdown() -> None:
-    """Stop the shared pool (it restarts on the next run)."""
+    """Stop the shared pool and give its memory back (it restarts, in a few seconds, on the next run).
+
+    A chapter ends with ``netlab.shutdown()``: on Binder every open notebook's kernel shares 2 GB,
+    and a pool left behind keeps its ranks until the idle release (``set_idle_timeout``) frees them.
+    """
     global _default
     with _turn(DEFAULT_TIMEOUT):
+        with _idle_lock:
+            _cancel_idle_release()
         if _default is not None:
             _default.close()
             _default = None
+
+
+# --- Idle release: a pool nobody has used for IDLE_S seconds gives its ranks back. ---------------
+# A student who leaves a chapter's kernel open and moves on should not keep its ranks (~60-150 MB
+# each) out of Binder's 2 GB. A threading.Timer fires after the last run; under _idle_lock it closes
+# the pool only if no run is in progress (it cannot take _lock) and no run happened since it was
+# armed (_armed).
+
+def _idle_seconds(text: str | None) -> float | None:
+    try:
+        value = float(text) if text not in (None, "") else 120.0
+    except ValueError:
+        raise ValueError(f"NETLAB_IDLE_S: a number of seconds (0 or less: never release), got {text!r}") from None
+    return value if value > 0 else None
+
+
+IDLE_S: float | None = _idle_seconds(os.environ.get("NETLAB_IDLE_S"))   # seconds; None: keep the pool
+_idle_lock = threading.Lock()
+_idle_timer: threading.Timer | None = None
+_armed = 0            # which arming the live timer belongs to (a timer from an older one does nothing)
+
+
+def set_idle_timeout(seconds: float | None) -> None:
+    """Give the shared pool's ranks back after `seconds` without a run (None or 0: never)."""
+    global IDLE_S
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or seconds != seconds or seconds < 0):
+        raise ValueError(f"seconds: a number of seconds >= 0, or None, got {seconds!r}")
+    with _idle_lock:
+        IDLE_S = float(seconds) if seconds else None
+        _arm_idle_release()
+
+
+def _cancel_idle_release() -> None:          # caller holds _idle_lock
+    global _idle_timer, _armed
+    _armed += 1
+    if _idle_timer is not None:
+        _idle_timer.cancel()
+        _idle_timer = None
+
+
+def _arm_idle_release() -> None:             # caller holds _idle_lock
+    global _idle_timer
+    _cancel_idle_release()
+    if IDLE_S is None or _default is None:
+        return
+    _idle_timer = threading.Timer(IDLE_S, _release_if_idle, args=(_armed,))
+    _idle_timer.daemon = True
+    _idle_timer.name = "netlab-idle-release"
+    _idle_timer.start()
+
+
+def _release_if_idle(armed: int) -> None:
+    global _default, _idle_timer
+    if not _lock.acquire(blocking=False):
+        return                                # a run is in progress: it re-arms the timer when it ends
+    try:
+        with _idle_lock:
+            if armed != _armed or _default is None:
+                return                        # a run happened since this timer was armed
+            pool, _default, _idle_timer = _default, None, None
+        pool.close(force=not pool.alive)
+        if not _live:                         # the fork server holds torch too (~150 MB): stop it
+            from multiprocessing import forkserver
+            stop = getattr(forkserver._forkserver, "_stop", None)
+            if stop is not None:
+                stop()
+    finally:
+        _lock.release()
 
 
 def run(fn, *args, ranks: int | None = None, network: Network | None = None, device: Device | None = None,
@@ -440,5 +498,11 @@ def run(fn, *args, ranks: int | None = None, network: Network | None = None, dev
         raise ValueError("ranks: how many ranks to run on (1 to %d)" % MAX_RANKS)
     check_ranks(ranks)
     with _turn(timeout):                    # the pool cannot be replaced between choosing it and running
-        return _pool(ranks).run(fn, *args, ranks=ranks, network=network, device=device, timeout=timeout,
-                                **kwargs)
+        with _idle_lock:
+            _cancel_idle_release()
+        try:
+            return _pool(ranks).run(fn, *args, ranks=ranks, network=network, device=device, timeout=timeout,
+                                    **kwargs)
+        finally:
+            with _idle_lock:
+                _arm_idle_release()
