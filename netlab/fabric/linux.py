@@ -21,10 +21,15 @@ from the sender namespaces' /proc/net, drops from the port's tbf qdisc, marks fr
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
 import selectors
 import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import time
 
 from ..units import parse_bandwidth, parse_bytes, parse_time
@@ -35,8 +40,10 @@ WIRE_PER_SEGMENT = 1514 / 1448        # L2 bytes per payload byte: MSS 1448 (tim
 MAX_WALL_S = 120.0                    # a run longer than this is stopped with an error
 
 
+@functools.lru_cache(maxsize=1)
 def available() -> tuple[bool, str]:
-    """(True, '') when this process can build namespaces with shaped bridges; else (False, why)."""
+    """(True, '') when this process can build namespaces with shaped bridges; else (False, why).
+    Checked once per process (it builds and removes a one-sender testbed)."""
     if os.name != "posix" or not os.path.exists("/proc/self/ns/net"):
         return False, "the real Linux network needs Linux with network namespaces; using the model"
     if os.geteuid() != 0:
@@ -150,19 +157,9 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
     ok, why = available()
     if not ok:
         raise RuntimeError(why)
-    n = int(senders)
-    if n < 1:
-        raise ValueError(f"senders: must be at least 1, got {senders!r}")
-    block_b = parse_bytes(block, "block")
-    rate = parse_bandwidth(bandwidth, "bandwidth")
-    buffer_b = parse_bytes(buffer, "buffer")
-    rto = parse_time(rto_min, "rto_min", allow_zero=False)
-    if int(rounds) < 1:
-        raise ValueError(f"rounds: must be at least 1, got {rounds!r}")
-    if transport not in transports():
-        raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
+    n, block_b, rate, buffer_b, rto, threshold = _check(senders, block, bandwidth, buffer, transport, rto_min,
+                                                        rounds, ecn_threshold)
     ecn = bool(ecn) or transport == "dctcp"
-    threshold = parse_bytes(ecn_threshold, "ecn_threshold") if ecn_threshold is not None else None
     with Testbed(n, rate, buffer_b, cc=transport, rto_min=None if abs(rto - 0.2) < 1e-9 else rto,
                  ecn=ecn, ecn_threshold=threshold,
                  burst=parse_bytes(burst, "burst") if burst is not None else None) as tb:
@@ -174,18 +171,101 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
         finally:
             for s in snd + rcv + [listener]:
                 s.close()
-    total = n * block_b * len(times)
-    ideal = n * block_b * WIRE_PER_SEGMENT / rate
-    goodput = total / sum(times)
+    return _result("linux", n, block_b, rate, buffer_b, transport, rto, ecn, times,
+                   after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
+                   after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
+                   port1.get("drops", 0) - port0.get("drops", 0), port1["marks"] - port0["marks"])
+
+
+def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_threshold, who="senders", what="block"):
+    n = int(senders)
+    if n < 1:
+        raise ValueError(f"{who}: must be at least 1, got {senders!r}")
+    block_b = parse_bytes(block, what)
+    rate, buffer_b = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
+    rto = parse_time(rto_min, "rto_min", allow_zero=False)
+    if int(rounds) < 1:
+        raise ValueError(f"rounds: must be at least 1, got {rounds!r}")
+    if transport not in transports():
+        raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
+    threshold = parse_bytes(ecn_threshold, "ecn_threshold") if ecn_threshold is not None else None
+    return n, block_b, rate, buffer_b, rto, threshold
+
+
+def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts, retransmits, drops, marks) -> dict:
+    goodput = n * block * len(times) / sum(times)
     return {
-        "engine": "linux", "senders": n, "block": block_b, "bandwidth_Bps": rate, "buffer": buffer_b,
+        "engine": engine, "senders": n, "block": block, "bandwidth_Bps": rate, "buffer": buffer,
         "transport": transport, "rto_min_s": rto, "ecn": ecn, "rounds": len(times),
         "goodput_Bps": goodput, "link_fraction": goodput * WIRE_PER_SEGMENT / rate,
         "completion_s": {"p50": _percentile(times, 0.5), "p99": _percentile(times, 0.99),
                          "max": max(times), "mean": sum(times) / len(times)},
-        "ideal_round_s": ideal, "round_s": times,
-        "timeouts": after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
-        "retransmits": after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
-        "drops": port1.get("drops", 0) - port0.get("drops", 0),
-        "marks": port1["marks"] - port0["marks"], "pause_s": 0.0,
+        "ideal_round_s": n * block * WIRE_PER_SEGMENT / rate, "round_s": list(times),
+        "timeouts": timeouts, "retransmits": retransmits, "drops": drops, "marks": marks, "pause_s": 0.0,
     }
+
+
+def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+            rto_min="200ms", rounds: int = 10, ecn: bool = False, ecn_threshold=None, fixes=(),
+            timeout_s: float = 90.0) -> dict:
+    """The same incast with real gloo ranks: `workers` ranks in the sender namespaces push `shard`
+    bytes each round to a server rank in the receiver's (see `_gloo_push.py`).
+
+    Same keys as `incast` (block = shard). `fixes`, e.g. ({"rto_min": "1ms"}, {"buffer": "1M"}), are
+    measured afterwards on the same ranks and connections, each against the base setup, and returned
+    under "fixes" (each with its "fix"). Timeouts and retransmits are the workers' over the measured
+    rounds; drops and marks the port's (the base's include gloo's setup and one warm-up round)."""
+    ok, why = available()
+    if not ok:
+        raise RuntimeError(why)
+    n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
+                                                        rounds, ecn_threshold, "workers", "shard")
+    if shard_b % 4:
+        raise ValueError(f"shard: must be a whole number of float32 elements (a multiple of 4 bytes), got {shard!r}")
+    steps = []                                            # (rto_min in s or None, buffer in bytes) per phase
+    for fix in fixes:
+        unknown = set(fix) - {"rto_min", "buffer"}
+        if unknown:
+            raise ValueError(f"fixes: only rto_min and buffer can change between phases, got {sorted(unknown)}")
+        steps.append((parse_time(fix.get("rto_min", rto), "rto_min", allow_zero=False),
+                      parse_bytes(fix.get("buffer", buffer_b), "buffer")))
+    ecn = bool(ecn) or transport == "dctcp"
+    base_rto = None if abs(rto - 0.2) < 1e-9 else rto
+    with tempfile.TemporaryDirectory(prefix="netlab-gloo-") as tmp, \
+            Testbed(n, rate, buffer_b, cc=transport, rto_min=base_rto, ecn=ecn, ecn_threshold=threshold) as tb:
+        cfg = {"server_ns": tb.receiver_ns, "worker_ns": tb.sender_ns, "shard": shard_b, "rounds": int(rounds),
+               "phases": 1 + len(steps), "store": os.path.join(tmp, "store"), "timeout_s": float(timeout_s)}
+        ports = [tb.port_stats()]
+        deadline = time.monotonic() + timeout_s + 30
+        proc = subprocess.Popen([sys.executable, "-m", "netlab.fabric._gloo_push", json.dumps(cfg)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for k, (step_rto, step_buffer) in enumerate(steps, start=1):
+                while not os.path.exists(os.path.join(tmp, f"phase{k}.done")):
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.02)
+                ports.append(tb.port_stats())
+                tb.set_rto_min(None if abs(step_rto - 0.2) < 1e-9 else step_rto)
+                tb.set_buffer(step_buffer)
+                open(os.path.join(tmp, f"phase{k}.go"), "w").close()
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if proc.returncode != 0:
+            raise RuntimeError((err.strip().splitlines() or ["gloo push failed"])[-1])
+        ports.append(tb.port_stats())
+    records = json.loads(out.strip().splitlines()[-1])
+    results = []
+    for p, (p_rto, p_buffer) in enumerate([(rto, buffer_b)] + steps):
+        results.append(_result("linux-gloo", n, shard_b, rate, p_buffer, transport, p_rto, ecn, records[0]["round_s"][p],
+                               sum(r["counters"][p]["TcpExtTCPTimeouts"] for r in records[1:]),
+                               sum(r["counters"][p]["TcpRetransSegs"] for r in records[1:]),
+                               ports[p + 1].get("drops", 0) - ports[p].get("drops", 0),
+                               ports[p + 1]["marks"] - ports[p]["marks"]))
+    for res, fix in zip(results[1:], fixes):
+        res["fix"] = dict(fix)
+    results[0]["fixes"] = results[1:]
+    return results[0]

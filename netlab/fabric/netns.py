@@ -238,19 +238,38 @@ class Testbed:
         for i, ns in enumerate(self.sender_ns):
             links += [f"link add ps{i} type veth peer name {self.ifname} netns {ns}", f"link set ps{i} master br0 up"]
         _run(["ip", "-n", self.bridge_ns, "-batch", "-"], input="\n".join(links) + "\n")
-        route_opts = f"congctl {self.cc}" + (f" rto_min {self.rto_min * 1e3:g}ms" if self.rto_min else "")
         for ns, addr in zip(self.hosts, [self.receiver_addr] + self.sender_addr):
             sysctl(ns, "net.ipv6.conf.all.disable_ipv6", 1)
             sysctl(ns, "net.ipv4.tcp_ecn", 1 if self.ecn else 0)
             _run(["ip", "-n", ns, "-batch", "-"], input="\n".join([
-                "link set lo up", f"addr add {addr}/24 dev {self.ifname}", f"link set {self.ifname} up",
-                f"route replace {SUBNET}.0/24 dev {self.ifname} proto kernel scope link src {addr} {route_opts}",
-            ]) + "\n")
-        # the switch's port toward the receiver: rate in bit/s, burst and queue (limit) in bytes
-        _run(["tc", "-n", self.bridge_ns, "qdisc", "add", "dev", "prx", "root", "handle", "1:", "tbf",
-              "rate", f"{int(self.bandwidth * 8)}bit", "burst", str(self.burst), "limit", str(self.buffer)])
+                "link set lo up", f"addr add {addr}/24 dev {self.ifname}", f"link set {self.ifname} up"]) + "\n")
+        self.set_rto_min(self.rto_min)
+        self._shape("add")
         if self.ecn:
             self._add_phantom_queue()
+
+    def _shape(self, verb: str) -> None:
+        # the switch's port toward the receiver: rate in bit/s, burst and queue (limit) in bytes
+        _run(["tc", "-n", self.bridge_ns, "qdisc", verb, "dev", "prx", "root", "handle", "1:", "tbf",
+              "rate", f"{int(self.bandwidth * 8)}bit", "burst", str(self.burst), "limit", str(self.buffer)])
+
+    def set_buffer(self, buffer: int) -> None:
+        """Change the port's queue (bytes) in place; open connections keep running."""
+        if not buffer >= 1514:
+            raise ValueError(f"buffer: must hold at least one 1514-byte frame, got {buffer!r}")
+        self.buffer = int(buffer)
+        self._shape("change")
+
+    def set_rto_min(self, rto_min: float | None) -> None:
+        """Set every host's route: congctl and rto_min (None: Linux's 200 ms). Open connections
+        pick the new route up at their next route check (the change bumps the routing generation)."""
+        if rto_min is not None and not 0 < rto_min <= 1.0:
+            raise ValueError(f"rto_min: must be in (0, 1] s, got {rto_min!r}")
+        self.rto_min = rto_min
+        opts = f"congctl {self.cc}" + (f" rto_min {rto_min * 1e3:g}ms" if rto_min else "")
+        for ns, addr in zip(self.hosts, [self.receiver_addr] + self.sender_addr):
+            _run(["ip", "-n", ns, "route", "replace", f"{SUBNET}.0/24", "dev", self.ifname, "proto", "kernel",
+                  "scope", "link", "src", addr, *opts.split()])
 
     def _add_phantom_queue(self) -> None:
         # marks CE once the traffic to prx runs more than ecn_threshold bytes above 95 % of the rate:
