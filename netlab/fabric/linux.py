@@ -40,6 +40,10 @@ WIRE_PER_SEGMENT = 1514 / 1448        # L2 bytes per payload byte: MSS 1448 (tim
 MAX_WALL_S = 120.0                    # a run longer than this is stopped with an error
 
 
+class Unavailable(RuntimeError):
+    """This machine cannot run the real Linux network (no root, no namespaces); the message says why."""
+
+
 @functools.lru_cache(maxsize=1)
 def available() -> tuple[bool, str]:
     """(True, '') when this process can build namespaces with shaped bridges; else (False, why).
@@ -154,9 +158,6 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
     ('200ms' is Linux's default, left untouched); ecn: mark CE at `ecn_threshold` bytes (default half
     the buffer) and negotiate ECN. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
     ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmits, drops, marks."""
-    ok, why = available()
-    if not ok:
-        raise RuntimeError(why)
     n, block_b, rate, buffer_b, rto, threshold = _check(senders, block, bandwidth, buffer, transport, rto_min,
                                                         rounds, ecn_threshold)
     ecn = bool(ecn) or transport == "dctcp"
@@ -179,13 +180,16 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
 
 def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_threshold, who="senders", what="block"):
     n = int(senders)
-    if n < 1:
-        raise ValueError(f"{who}: must be at least 1, got {senders!r}")
+    if not 1 <= n <= netns.MAX_SENDERS:
+        raise ValueError(f"{who}: must be 1 to {netns.MAX_SENDERS}, got {senders!r}")
     block_b = parse_bytes(block, what)
     rate, buffer_b = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
     rto = parse_time(rto_min, "rto_min", allow_zero=False)
     if int(rounds) < 1:
         raise ValueError(f"rounds: must be at least 1, got {rounds!r}")
+    ok, why = available()
+    if not ok:
+        raise Unavailable(why)
     if transport not in transports():
         raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
     threshold = parse_bytes(ecn_threshold, "ecn_threshold") if ecn_threshold is not None else None
@@ -215,9 +219,6 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
     measured afterwards on the same ranks and connections, each against the base setup, and returned
     under "fixes" (each with its "fix"). Timeouts and retransmits are the workers' over the measured
     rounds; drops and marks the port's (the base's include gloo's setup and one warm-up round)."""
-    ok, why = available()
-    if not ok:
-        raise RuntimeError(why)
     n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
                                                         rounds, ecn_threshold, "workers", "shard")
     if shard_b % 4:
