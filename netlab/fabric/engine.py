@@ -9,12 +9,16 @@ incast of 256 KB each is about 2,800 packets and 11,000 events, resolved in abou
 many events, which is why DCQCN's stability is studied on its published fluid model (``fluid.py``).
 
 The event loop is a heap of (time, sequence, callable, argument); the sequence breaks ties in the
-order events were scheduled, so a run is deterministic (the one random source, ECN marking between
-Kmin and Kmax, is a seeded ``random.Random``).
+order events were scheduled, so a run is deterministic: its random sources (ECN marking between
+Kmin and Kmax, and a host's timing noise of up to half a packet time per send, which breaks the
+phase lock-out that perfectly regular senders suffer at a drop-tail queue) come from a seeded
+``random.Random``. Senders keep at most two packets queued in their NIC (Linux's TCP small
+queues); the rest of a window waits in the sender until the NIC drains.
 
 ACKs, CNPs and PAUSE frames are not queued: they take the path's propagation delay back (plus an
 optional extra feedback delay), as control traffic in a higher priority would. The receiver ACKs
-every packet (no delayed ACK) with the cumulative sequence it expects next and echoes CE.
+every packet (no delayed ACK) with the cumulative sequence it expects next, the packet it got
+(one SACK block) and its CE bit.
 """
 from __future__ import annotations
 
@@ -71,7 +75,7 @@ class Flow:
         if sender.rate_based and pkt.ce and fab.now - self.last_cnp >= self.cnp_interval:
             self.last_cnp = fab.now
             fab.schedule(fab.now + self.ack_delay, sender.on_cnp, None)
-        fab.schedule(fab.now + self.ack_delay, sender.on_ack, (self.expected, pkt.ce, pkt.sent_at))
+        fab.schedule(fab.now + self.ack_delay, sender.on_ack, (self.expected, pkt.ce, pkt.sent_at, seq))
 
     @property
     def fct(self) -> float | None:
@@ -87,8 +91,9 @@ class Flow:
 class Fabric:
     """Clock + event queue + the ports, switches and flows of one experiment."""
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, jitter: float = 0.5):
         self.now = 0.0                      # s, virtual time
+        self.jitter = jitter                # host NICs add U(0, jitter) x one packet time to each send
         self._heap = []
         self._seq = itertools.count()
         self.rng = random.Random(seed)

@@ -29,6 +29,7 @@ from collections import deque
 from dataclasses import dataclass
 
 MTU = 1500  # bytes; one packet on the wire (headers are not modelled: payload = packet)
+NIC_QUEUE = 2 * MTU  # bytes a sender may keep queued in its NIC (Linux's TCP small queues)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class Port:
         self.pause_s = 0.0                   # seconds some priority of this port was paused
         self.tx_bytes = 0
         self.q_t, self.q_bytes = [0.0], [0]  # queue length over time (a step function)
+        self.waiting = []                    # host NIC: senders waiting for room (TCP small queues)
 
     # ---- admission, marking, queueing
     def enqueue(self, pkt: Packet) -> None:
@@ -208,6 +210,10 @@ class Port:
         self.q_bytes.append(self.qbytes)
         self.busy = True
         sw = self.switch
+        if self.waiting and self.qbytes < NIC_QUEUE:
+            waiting, self.waiting = self.waiting, []
+            for sender in waiting:
+                sender.send()
         if sw is not None:
             sw.used -= pkt.size
             if sw.pfc is not None and pkt.prio in sw.pfc.priorities and pkt.hop > 0:
@@ -222,7 +228,10 @@ class Port:
         self.busy = False
         self.tx_bytes += pkt.size
         fab = self.fabric
-        fab.schedule(fab.now + self.delay, fab.arrive, pkt)
+        if self.switch is None and fab.jitter:         # host timing noise, less than half a packet
+            fab.schedule(fab.now + self.delay + fab.jitter * fab.rng.random() * pkt.size / self.rate, fab.arrive, pkt)
+        else:
+            fab.schedule(fab.now + self.delay, fab.arrive, pkt)
         if self.qbytes:
             self._start()
 

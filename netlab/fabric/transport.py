@@ -7,9 +7,10 @@ is established, as for a parameter server's persistent connections). On a timeou
 back to the first unacknowledged packet (go-back-N; the receiver keeps out-of-order packets, so
 only the lost ones are new to it) and doubles the RTO until an ACK arrives.
 
-Window-based (``Reno``; RFC 5681 with NewReno's partial ACKs, RFC 6582): slow start from an
-initial window of 10 packets (Linux's IW10), congestion avoidance +1 packet per RTT, fast retransmit
-on the third duplicate ACK (ssthresh = cwnd/2, window inflated by one per further duplicate).
+Window-based (``Reno``; RFC 5681, with a simplified SACK recovery after RFC 6675 as Linux has SACK
+on): slow start from an initial window of 10 packets (Linux's IW10), congestion avoidance +1 packet
+per RTT, fast retransmit on the third duplicate ACK (ssthresh = cwnd/2); during recovery each ACK
+lets one missing packet (below the highest SACKed one) be resent and inflates the window by one.
 ``Cubic`` (RFC 8312, C = 0.4, beta = 0.7, with its TCP-friendly region) changes only the growth and
 the cut. ``DCTCP`` (Alizadeh et al. SIGCOMM'10; Linux tcp_dctcp.c): ECN-capable; once per window
 of data alpha <- (1-g) alpha + g F, F the fraction of ACKs echoing CE, g = 1/16, alpha starting at
@@ -24,14 +25,14 @@ Rt += R_AI; once both pass F, hyper increase Rt += i R_HAI; each followed by Rc 
 The receiver (NP) sends at most one CNP per 50 us per flow. ``Ideal``: paced at line rate, no
 congestion reaction: today's netlab network when buffers are unlimited.
 
-Left out: SACK, delayed ACKs, Nagle, receive-window limits, pacing for TCP (a window leaves as a
+Left out: full SACK scoreboards (one block per ACK here), delayed ACKs, Nagle, receive-window limits, pacing for TCP (a window leaves as a
 burst at NIC speed), DCQCN's target-rate clamping option and its TIMELY/HPCC cousins.
 """
 from __future__ import annotations
 
 import math
 
-from .switch import Packet
+from .switch import NIC_QUEUE, Packet
 
 RTO_MIN = 0.2          # s, Linux's TCP_RTO_MIN
 RTO_MAX = 60.0         # s
@@ -55,6 +56,10 @@ class Sender:
         self._timer_at = math.inf
         self.finished = False
         self.retransmissions = self.timeouts = 0
+        self.sacked = set()                  # packets above snd_una the receiver has (SACK)
+        self.sack_high = 0                   # one past the highest SACKed packet
+        self.resent_at = {}                  # packet -> when it was last resent in this recovery
+        self.wrapped_at = -math.inf
         self.w_t, self.w = [], []            # window (packets) or rate (bytes/s) over time
 
     # ---- sending
@@ -103,13 +108,19 @@ class Sender:
     def on_ack(self, msg) -> None:
         if self.finished:
             return
-        ack, ce, sent_at = msg
+        ack, ce, sent_at, got = msg
+        if got > ack:
+            self.sacked.add(got)
+            if got >= self.sack_high:
+                self.sack_high = got + 1
         sample = self.fabric.now - sent_at           # RFC 6298 with timestamps
         self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
         self.srtt = 0.875 * self.srtt + 0.125 * sample
         self.rto = max(self.rto_min, self.srtt + 4 * self.rttvar)
         if ack > self.snd_una:
             newly = ack - self.snd_una
+            if self.sacked:
+                self.sacked.difference_update(range(self.snd_una, ack))
             self.snd_una = ack
             self.backoff = 1
             if self.next_seq < ack:
@@ -148,7 +159,8 @@ class Reno(Sender):
         self.max_window = math.inf if max_window is None else max(1, int(max_window // flow.mss))
         self.ssthresh = math.inf
         self.dupacks = 0
-        self.recover = -1                    # NewReno: recovery ends when this is acknowledged
+        self.recover = -1                    # recovery ends when this is acknowledged
+        self.hole = 0                        # next candidate for a SACK retransmission
         self.fast_retransmits = 0
 
     def begin(self, _) -> None:
@@ -157,9 +169,33 @@ class Reno(Sender):
 
     def send(self) -> None:
         allowed = min(int(self.cwnd) + (self.dupacks if self.recover >= 0 else 0), self.max_window)
+        nic = self.flow.path[0]
         while self.next_seq < self.npkts and self.next_seq - self.snd_una < allowed:
-            self.transmit(self.next_seq)
+            if nic.qbytes >= NIC_QUEUE:                    # TCP small queues: wait for the NIC to drain
+                if self not in nic.waiting:
+                    nic.waiting.append(self)
+                return
+            if self.next_seq not in self.sacked:
+                self.transmit(self.next_seq)
             self.next_seq += 1
+
+    def retransmit_hole(self) -> None:
+        """SACK recovery (RFC 6675, simplified): resend the next packet below the highest SACKed
+        one that the receiver lacks and that was not resent within the last SRTT (a resent packet
+        can be lost again); called once per ACK, so recovery keeps packet conservation."""
+        now, top = self.fabric.now, self.sack_high
+        h = max(self.hole, self.snd_una)
+        for _ in range(2):                                   # forward, then once more from snd_una
+            while h < top:
+                if h not in self.sacked and now - self.resent_at.get(h, -math.inf) > self.srtt:
+                    self.resent_at[h] = now
+                    self.transmit(h)
+                    self.hole = h + 1
+                    return
+                h += 1
+            if now - self.wrapped_at < self.srtt:
+                return
+            self.wrapped_at, h = now, self.snd_una
 
     def grow(self, newly: int) -> None:
         if self.cwnd < self.ssthresh:
@@ -174,9 +210,10 @@ class Reno(Sender):
         if self.recover >= 0:
             if self.snd_una >= self.recover:                   # full ACK: recovery ends
                 self.recover = -1
+                self.resent_at.clear()
                 self.cwnd = self.ssthresh
             else:                                               # partial ACK: the next hole
-                self.transmit(self.snd_una)
+                self.retransmit_hole()
         else:
             self.grow(newly)
         self.dupacks = 0
@@ -191,8 +228,11 @@ class Reno(Sender):
             self.cwnd = self.ssthresh
             self.recover = self.next_seq
             self.fast_retransmits += 1
-            self.transmit(self.snd_una)
+            self.hole = self.snd_una
+            self.retransmit_hole()
             self.record(self.cwnd)
+        elif self.recover >= 0:
+            self.retransmit_hole()
 
     def on_timeout(self) -> None:
         self.cut()
