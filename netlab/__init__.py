@@ -7,10 +7,12 @@ from .cluster import (Cluster, Interrupted, RankDied, RankError, RankTimeout, Ru
                       shutdown)
 from .comm import Comm
 from .net import DEVICES, LINKS, Device, Link, Network, device, network
+from .net.network import congestion
+from .fabric.live import Congestion
 from .trace import Trace
 from . import check  # noqa: E402  (exercise checks: netlab.check.step_time, ...)
 
 __version__ = "0.1.0"
 __all__ = ["run", "shutdown", "set_idle_timeout", "Cluster", "RankError", "RankDied", "RankTimeout", "Interrupted",
            "RunResult",
-           "Comm", "Trace", "Network", "Link", "network", "Device", "device", "LINKS", "DEVICES"]
+           "Comm", "Trace", "congestion", "Congestion", "Network", "Link", "network", "Device", "device", "LINKS", "DEVICES"]

@@ -82,7 +82,10 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
         try:
             fn, args, kwargs, network, device = cloudpickle.loads(payload)
             comm = Comm(rank, n, network, device, tag=run_id, status=status, group=groups[n])
-            value = fn(comm, *args, **kwargs)
+            try:
+                value = fn(comm, *args, **kwargs)
+            finally:
+                comm.finish()                        # a congestion fabric stops waiting for this rank
             reply = (run_id, True, {
                 "value": value, "clock": comm.now(),
                 "events": [e.as_tuple() for e in comm.events],

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import itertools
 import multiprocessing as mp
 import multiprocessing.connection as mpc
@@ -85,6 +86,7 @@ class RunResult:
     trace: Trace
     counters: list          # per rank: (bytes_sent, bytes_recv, messages_sent, messages_recv)
     wall_s: float           # how long the run took on this machine
+    fabric: dict | None = None   # with congestion=: drops, marks, pauses, timeouts (fabric/live.py)
 
     def __getitem__(self, rank):
         return self.values[rank]
@@ -221,10 +223,21 @@ class Cluster:
             raise ValueError(f"ranks: this pool has {self.world_size} ranks, {n} were asked for")
         if not timeout > 0:
             raise ValueError(f"timeout: must be greater than zero, got {timeout!r}")
-        payload = cloudpickle.dumps((fn, args, kwargs, network, device))
         with _turn(timeout):
             self._check_alive()                         # another thread's run may have ended this pool
-            return self._run(payload, n, network, timeout)
+            if network is None or network.congestion is None:
+                return self._run(cloudpickle.dumps((fn, args, kwargs, network, device)), n, network, timeout)
+            from .fabric.live import Coordinator        # a switch fabric times every message of this run
+            fabric = Coordinator(n, network, self._dir).start()
+            try:
+                timed = dataclasses.replace(network, congestion=fabric.congestion)
+                result = self._run(cloudpickle.dumps((fn, args, kwargs, timed, device)), n, network, timeout)
+            finally:
+                fabric.close()
+            if fabric.error is not None:
+                raise RuntimeError(f"the congestion fabric failed: {fabric.error!r}") from fabric.error
+            result.fabric = fabric.summary()
+            return result
 
     def _check_alive(self) -> None:
         if not self.alive:
