@@ -218,7 +218,8 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
     Same keys as `incast` (block = shard). `fixes`, e.g. ({"rto_min": "1ms"}, {"buffer": "1M"}), are
     measured afterwards on the same ranks and connections, each against the base setup, and returned
     under "fixes" (each with its "fix"). Timeouts and retransmits are the workers' over the measured
-    rounds; drops and marks the port's (the base's include gloo's setup and one warm-up round)."""
+    rounds; drops and marks the port's over each phase, including its one unmeasured round (and,
+    for the base, gloo's setup)."""
     n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
                                                         rounds, ecn_threshold, "workers", "shard")
     if shard_b % 4:

@@ -18,9 +18,11 @@ sysctls are never touched):
   this kernel's net.ipv4.tcp_congestion_control is not writable per namespace) and, optionally,
   `rto_min` (Linux's default RTOmin is 200 ms; the effective minimum is a few jiffies).
 * ECN: tcp_ecn=1 in every host namespace, and a marker on the port. This kernel has no marking
-  qdisc (red, fq_codel, pie, choke are absent), so the marker is a "phantom queue" (an nftables
-  token bucket just below the link rate in the bridge's forward hook that sets CE on ECT packets
-  once more than `ecn_threshold` bytes are above that rate); it needs the `nft` program.
+  qdisc (red, fq_codel, pie, choke are absent), so the marker is a "phantom queue" (Lu et al.'s
+  HULL idea): a token bucket at 95 % of the link rate, `ecn_threshold` bytes deep, in the bridge's
+  forward path (iptables hashlimit); ECT packets that find it empty get CE (iptables TOS target).
+  With ECN on, the hosts send MTU-sized packets (no GSO) so the bucket can count frames.
+  It needs the `iptables` program.
 * Teardown on success, exceptions, Ctrl-C and SIGTERM (a handler turns SIGTERM into SystemExit
   while the testbed is open): processes left inside the namespaces are killed, the namespaces
   deleted (deleting a namespace deletes its veths and its bridge). A namespace named after a pid
@@ -149,8 +151,8 @@ def available_cc() -> list[str]:
 
 
 def ecn_marker() -> str | None:
-    """How this machine can mark CE on the port, or None: 'nft' (phantom queue)."""
-    return "nft" if shutil.which("nft") else None
+    """How this machine can mark CE on the port, or None: 'iptables' (a phantom queue)."""
+    return "iptables" if shutil.which("iptables") else None
 
 
 class Testbed:
@@ -170,7 +172,7 @@ class Testbed:
         if rto_min is not None and not 0 < rto_min <= 1.0:
             raise ValueError(f"rto_min: must be in (0, 1] s, got {rto_min!r}")
         if ecn and ecn_marker() is None:
-            raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `nft` program is not installed")
+            raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `iptables` program is not installed")
         self.senders, self.bandwidth, self.buffer = int(senders), float(bandwidth), int(buffer)
         self.cc, self.rto_min, self.ecn = cc, rto_min, bool(ecn)
         self.ecn_threshold = int(ecn_threshold if ecn_threshold is not None else max(buffer // 2, 3028))
@@ -273,12 +275,21 @@ class Testbed:
 
     def _add_phantom_queue(self) -> None:
         # marks CE once the traffic to prx runs more than ecn_threshold bytes above 95 % of the rate:
-        # a DCTCP-style single threshold K on a virtual queue drained a little slower than the link
-        rate = int(self.bandwidth * 0.95)
-        rules = (f"table bridge netlab {{ chain fwd {{ type filter hook forward priority 0; "
-                 f'oifname "prx" ip ecn {{ ect0, ect1 }} limit rate over {rate} bytes/second '
-                 f"burst {self.ecn_threshold} bytes counter ip ecn set ce; }} }}\n")
-        _run(["ip", "netns", "exec", self.bridge_ns, "nft", "-f", "-"], input=rules)
+        # a DCTCP-style single threshold K on a virtual queue drained a little slower than the link.
+        # Counted in full frames, as xt_hashlimit's bucket is exactly `burst` deep only in packet
+        # mode (its byte mode and nftables' limit hold a second of rate on top: far too deep);
+        # so the hosts send MTU-sized packets (gso_max_segs 1). br_netfilter hands bridged IPv4
+        # packets to iptables.
+        sysctl(self.bridge_ns, "net.bridge.bridge-nf-call-iptables", 1)
+        for ns in self.hosts:
+            _run(["ip", "-n", ns, "link", "set", self.ifname, "gso_max_segs", "1"])
+        per_s = max(1, int(self.bandwidth * 0.95 / 1514))    # frames per second
+        depth = max(1, round(self.ecn_threshold / 1514))     # frames
+        for ect in ("1", "2"):                               # ECT(1) and ECT(0) packets
+            _run(["ip", "netns", "exec", self.bridge_ns, "iptables", "-t", "mangle", "-A", "FORWARD",
+                  "-m", "physdev", "--physdev-out", "prx", "-m", "ecn", "--ecn-ip-ect", ect,
+                  "-m", "hashlimit", "--hashlimit-above", f"{per_s}/sec", "--hashlimit-burst", str(depth),
+                  "--hashlimit-name", f"nlecn{ect}", "-j", "TOS", "--set-tos", "0x03/0x03"])
 
     # ---- observing ----
     def port_stats(self) -> dict[str, int]:
@@ -288,9 +299,9 @@ class Testbed:
         stats = dict(zip(("sent_bytes", "sent_packets", "drops", "overlimits"), map(int, m.groups()))) if m else {}
         stats["marks"] = 0
         if self.ecn:
-            text = _run(["ip", "netns", "exec", self.bridge_ns, "nft", "list", "table", "bridge", "netlab"]).stdout
-            m = re.search(r"counter packets (\d+)", text)
-            stats["marks"] = int(m.group(1)) if m else 0
+            text = _run(["ip", "netns", "exec", self.bridge_ns, "iptables", "-t", "mangle", "-L", "FORWARD",
+                         "-v", "-x", "-n"]).stdout
+            stats["marks"] = sum(int(line.split()[0]) for line in text.splitlines() if "TOS" in line)
         return stats
 
     def tcp_counters(self, namespaces: list[str] | None = None) -> dict[str, int]:
