@@ -175,6 +175,18 @@ def test_incast_collapses_and_recovers():
 
 @needs_linux
 @pytest.mark.slow
+def test_ecn_marking_keeps_a_shallow_buffer_from_dropping():
+    """8 senders: ECN marks at 16 KB (a phantom queue) cut the drops and raise goodput."""
+    setup = dict(senders=8, block="64K", bandwidth="100Mbit/s", buffer="32K", rounds=15)
+    base = linux.incast(**setup)
+    ecn = linux.incast(ecn=True, ecn_threshold="16K", **setup)
+    assert base["marks"] == 0 and ecn["marks"] >= 1
+    assert ecn["drops"] <= base["drops"] / 4
+    assert ecn["goodput_Bps"] >= 1.3 * base["goodput_Bps"]
+
+
+@needs_linux
+@pytest.mark.slow
 def test_gloo_push_collapses_and_a_small_rto_fixes_it():
     """8 gloo workers push 64 KiB shards to a server rank through the same port."""
     r = linux.ps_push(workers=8, shard="64K", bandwidth="100Mbit/s", buffer="32K", rounds=8,

@@ -46,20 +46,21 @@ class Unavailable(RuntimeError):
 
 @functools.lru_cache(maxsize=1)
 def available() -> tuple[bool, str]:
-    """(True, '') when this process can build namespaces with shaped bridges; else (False, why).
-    Checked once per process (it builds and removes a one-sender testbed)."""
+    """(True, '') when this process can build namespaces with shaped bridges; else (False, why),
+    why being one line a chapter can print before it falls back to the model. Checked once per
+    process (it builds and removes a one-sender testbed)."""
     if os.name != "posix" or not os.path.exists("/proc/self/ns/net"):
-        return False, "the real Linux network needs Linux with network namespaces; using the model"
+        return False, "the real Linux network needs Linux with network namespaces"
     if os.geteuid() != 0:
-        return False, "the real Linux network needs root (network namespaces); using the model"
+        return False, "the real Linux network needs root (network namespaces)"
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None:
-            return False, f"the real Linux network needs the `{tool}` program (iproute2); using the model"
+            return False, f"the real Linux network needs the `{tool}` program (iproute2)"
     try:
         with Testbed(senders=1, bandwidth=12.5e6, buffer=32 * 1024):
             pass
-    except (OSError, RuntimeError) as e:
-        return False, f"cannot build a network namespace testbed here ({str(e).splitlines()[0]}); using the model"
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        return False, f"cannot build a network namespace testbed here ({str(e).splitlines()[0]})"
     return True, ""
 
 
