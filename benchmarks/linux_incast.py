@@ -23,7 +23,7 @@ COLUMNS = f"{'setup':<28}{'link':>7}{'p50 ms':>9}{'p99 ms':>9}{'ideal ms':>10}{'
 def row(label: str, r: dict) -> str:
     c = r["completion_s"]
     return (f"{label:<28}{r['link_fraction']:>7.0%}{c['p50'] * 1e3:>9.1f}{c['p99'] * 1e3:>9.1f}"
-            f"{r['ideal_round_s'] * 1e3:>10.1f}{r['timeouts']:>6}{r['retransmits']:>7}{r['drops']:>7}{r['marks']:>7}")
+            f"{r['ideal_round_s'] * 1e3:>10.1f}{r['timeouts']:>6}{r['retransmissions']:>7}{r['drops']:>7}{r['marks']:>7}")
 
 
 def main():

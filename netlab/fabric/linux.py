@@ -158,10 +158,12 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
     (reno, cubic, bbr; dctcp where built in, which turns ECN on); rto_min: on every host's route
     ('200ms' is Linux's default, left untouched); ecn: mark CE at `ecn_threshold` bytes (default half
     the buffer) and negotiate ECN. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
-    ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmits, drops, marks."""
+    ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmissions, drops, marks,
+    pause_s (always 0: a Linux bridge drops, it never pauses) and wall_s: the model's keys."""
     n, block_b, rate, buffer_b, rto, threshold = _check(senders, block, bandwidth, buffer, transport, rto_min,
                                                         rounds, ecn_threshold)
     ecn = bool(ecn) or transport == "dctcp"
+    wall = time.perf_counter()
     with Testbed(n, rate, buffer_b, cc=transport, rto_min=None if abs(rto - 0.2) < 1e-9 else rto,
                  ecn=ecn, ecn_threshold=threshold,
                  burst=parse_bytes(burst, "burst") if burst is not None else None) as tb:
@@ -176,7 +178,8 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
     return _result("linux", n, block_b, rate, buffer_b, transport, rto, ecn, times,
                    after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
                    after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
-                   port1.get("drops", 0) - port0.get("drops", 0), port1["marks"] - port0["marks"])
+                   port1.get("drops", 0) - port0.get("drops", 0), port1["marks"] - port0["marks"],
+                   time.perf_counter() - wall)
 
 
 def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_threshold, who="senders", what="block"):
@@ -197,7 +200,8 @@ def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_th
     return n, block_b, rate, buffer_b, rto, threshold
 
 
-def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts, retransmits, drops, marks) -> dict:
+def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts, retransmissions, drops, marks,
+            wall_s) -> dict:
     goodput = n * block * len(times) / sum(times)
     return {
         "engine": engine, "senders": n, "block": block, "bandwidth_Bps": rate, "buffer": buffer,
@@ -206,7 +210,8 @@ def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts
         "completion_s": {"p50": _percentile(times, 0.5), "p99": _percentile(times, 0.99),
                          "max": max(times), "mean": sum(times) / len(times)},
         "ideal_round_s": n * block * WIRE_PER_SEGMENT / rate, "round_s": list(times),
-        "timeouts": timeouts, "retransmits": retransmits, "drops": drops, "marks": marks, "pause_s": 0.0,
+        "timeouts": timeouts, "retransmissions": retransmissions, "drops": drops, "marks": marks, "pause_s": 0.0,
+        "wall_s": wall_s,
     }
 
 
@@ -218,7 +223,7 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
 
     Same keys as `incast` (block = shard). `fixes`, e.g. ({"rto_min": "1ms"}, {"buffer": "1M"}), are
     measured afterwards on the same ranks and connections, each against the base setup, and returned
-    under "fixes" (each with its "fix"). Timeouts and retransmits are the workers' over the measured
+    under "fixes" (each with its "fix"). Timeouts and retransmissions are the workers' over the measured
     rounds; drops and marks the port's over each phase, including its one unmeasured round (and,
     for the base, gloo's setup)."""
     n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
@@ -234,6 +239,7 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
                       parse_bytes(fix.get("buffer", buffer_b), "buffer")))
     ecn = bool(ecn) or transport == "dctcp"
     base_rto = None if abs(rto - 0.2) < 1e-9 else rto
+    wall = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="netlab-gloo-") as tmp, \
             Testbed(n, rate, buffer_b, cc=transport, rto_min=base_rto, ecn=ecn, ecn_threshold=threshold) as tb:
         cfg = {"server_ns": tb.receiver_ns, "worker_ns": tb.sender_ns, "shard": shard_b, "rounds": int(rounds),
@@ -267,7 +273,7 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
                                sum(r["counters"][p]["TcpExtTCPTimeouts"] for r in records[1:]),
                                sum(r["counters"][p]["TcpRetransSegs"] for r in records[1:]),
                                ports[p + 1].get("drops", 0) - ports[p].get("drops", 0),
-                               ports[p + 1]["marks"] - ports[p]["marks"]))
+                               ports[p + 1]["marks"] - ports[p]["marks"], time.perf_counter() - wall))
     for res, fix in zip(results[1:], fixes):
         res["fix"] = dict(fix)
     results[0]["fixes"] = results[1:]
