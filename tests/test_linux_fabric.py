@@ -7,13 +7,13 @@ N x block x 1514/1448 / B (tbf counts L2 frames: 1514 bytes per 1448-byte segmen
 deep enough to drop nothing, and Vasudevan et al. (SIGCOMM'09) for the qualitative collapse with
 RTOmin = 200 ms and its cure with a 1 ms RTOmin.
 """
-import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import pytest
 
@@ -21,6 +21,8 @@ from netlab.fabric import linux, netns
 
 OK, WHY = linux.available()
 needs_linux = pytest.mark.skipif(not OK, reason=WHY or "real Linux network unavailable")
+if not OK:                                   # said once in the warnings summary, even under -q
+    warnings.warn(f"real Linux network tests skipped: {WHY}", pytest.PytestWarning)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A child that imports only netlab.fabric (a stub parent package keeps torch out: starts in ~0.1 s).
@@ -174,6 +176,7 @@ def test_incast_collapses_and_recovers():
 
 
 @needs_linux
+@pytest.mark.skipif(netns.ecn_marker() is None, reason="no ECN marker here: install iptables (apt install iptables)")
 @pytest.mark.slow
 def test_ecn_marking_keeps_a_shallow_buffer_from_dropping():
     """8 senders: ECN marks at 16 KB (a phantom queue) cut the drops and raise goodput."""

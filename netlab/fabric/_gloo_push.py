@@ -35,14 +35,14 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from .netns import netns, read_counters
+from .netns import InNamespace, read_counters
 
 PR_SET_PDEATHSIG = 1
 
 
 def _rank_main(rank: int, ns: str, cfg: dict, out_fd: int) -> None:
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    netns(ns).__enter__()                                 # this process now lives in `ns` for good
+    InNamespace(ns).__enter__()                               # this process now lives in `ns` for good
     os.environ["GLOO_SOCKET_IFNAME"] = "eth0"
     torch.set_num_threads(1)
     world = len(cfg["worker_ns"]) + 1

@@ -78,14 +78,14 @@ def _percentile(values: list[float], q: float) -> float:
 
 def _connect(tb: Testbed) -> tuple[list[socket.socket], list[socket.socket], socket.socket]:
     """Sender sockets (in the sender namespaces) and their accepted peers (in the receiver's)."""
-    with netns.netns(tb.receiver_ns):
+    with netns.InNamespace(tb.receiver_ns):
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind((tb.receiver_addr, 0))
     listener.listen(tb.senders)
     port = listener.getsockname()[1]
     senders = []
     for ns in tb.sender_ns:
-        with netns.netns(ns):
+        with netns.InNamespace(ns):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.settimeout(10)

@@ -59,7 +59,7 @@ def _run(args: list[str], input: str | None = None, check: bool = True) -> subpr
     return r
 
 
-class netns:
+class InNamespace:
     """Run this thread inside namespace `name` for the duration of a with-block.
 
     Sockets created inside stay in that namespace after the block ends, and /proc/thread-self/net
@@ -87,14 +87,14 @@ class netns:
 
 
 def sysctl(ns: str, key: str, value) -> None:
-    with netns(ns), open("/proc/sys/" + key.replace(".", "/"), "w") as f:
+    with InNamespace(ns), open("/proc/sys/" + key.replace(".", "/"), "w") as f:
         f.write(str(value))
 
 
 def read_counters(ns: str) -> dict[str, int]:
     """The namespace's TCP counters: /proc/net/netstat (TcpExt*) and /proc/net/snmp (Tcp*)."""
     out: dict[str, int] = {}
-    with netns(ns):
+    with InNamespace(ns):
         for fname in ("netstat", "snmp"):
             with open(f"/proc/thread-self/net/{fname}") as f:
                 lines = f.read().splitlines()
