@@ -9,6 +9,7 @@ RTOmin = 200 ms and its cure with a 1 ms RTOmin.
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -105,6 +106,23 @@ def test_testbed_is_private_and_torn_down_on_success_and_failure():
         with netns.Testbed(2, 12.5e6, 32768):
             1 / 0
     assert namespaces_of(os.getpid()) == [] and host_links() == links
+
+
+@needs_linux
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+def test_each_connection_gets_the_requested_congestion_control(cc):
+    """The kernel reports (TCP_CONGESTION) the route's congctl on both ends of a connection."""
+    with netns.Testbed(1, 12.5e6, 32768, cc=cc) as tb:
+        with netns.InNamespace(tb.receiver_ns):
+            listener = socket.create_server((tb.receiver_addr, 0))
+        with netns.InNamespace(tb.sender_ns[0]):
+            sender = socket.socket()
+        with listener, sender:
+            sender.connect(listener.getsockname())
+            receiver, _ = listener.accept()
+            with receiver:
+                for sock in (sender, receiver):
+                    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0") == cc.encode()
 
 
 @needs_linux
