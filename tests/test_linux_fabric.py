@@ -215,4 +215,3 @@ def test_gloo_push_collapses_and_a_small_rto_fixes_it():
     fixed = r["fixes"][0]
     assert r["timeouts"] >= 1 and r["completion_s"]["max"] >= r["ideal_round_s"] + 0.2
     assert fixed["goodput_Bps"] >= 1.5 * r["goodput_Bps"]
-    assert fixed["completion_s"]["p50"] <= r["completion_s"]["p50"]

@@ -13,7 +13,8 @@ sysctls are never touched):
 
 * The switch's output port toward the receiver (`prx`) is a token bucket (tbf) at the link rate
   with a drop-tail queue of `buffer` bytes: the shallow buffer of an incast (Vasudevan et al.,
-  SIGCOMM'09). tbf counts L2 bytes (1514 per full 1448-byte TCP segment).
+  SIGCOMM'09). tbf counts L2 bytes (1514 per full 1448-byte TCP segment); its bucket (`burst`,
+  2 ms of rate, >= 16 KB) lets that much through at once after a pause, on top of the queue.
 * Each host namespace's route to 10.77.0.0/24 carries the congestion control (`congctl`, because
   this kernel's net.ipv4.tcp_congestion_control is not writable per namespace) and, optionally,
   `rto_min` (Linux's default RTOmin is 200 ms; the effective minimum is a few jiffies).
@@ -176,8 +177,9 @@ class Testbed:
         self.senders, self.bandwidth, self.buffer = int(senders), float(bandwidth), int(buffer)
         self.cc, self.rto_min, self.ecn = cc, rto_min, bool(ecn)
         self.ecn_threshold = int(ecn_threshold if ecn_threshold is not None else max(buffer // 2, 3028))
-        # tbf's bucket: a few ms of rate, or a loaded machine leaves the link idle between its timer
-        # ticks; never below 16 KB (the largest GSO piece tbf splits to). Bytes.
+        # tbf's bucket in bytes: 2 ms of rate, at least 16 KB, or a loaded machine leaves the link
+        # idle between the qdisc's timer ticks. A full bucket passes `burst` bytes at once, so a
+        # round that starts after a pause meets a queue of about buffer + burst.
         self.burst = int(burst if burst is not None else max(16 * 1024, self.bandwidth * 2e-3))
         base = f"{PREFIX}{os.getpid()}-{next(_seq)}"
         self.bridge_ns, self.receiver_ns = base + "-br", base + "-rx"
