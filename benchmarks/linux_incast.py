@@ -46,7 +46,7 @@ def main():
         start = time.perf_counter()
         print(f"\n{n} senders\n{COLUMNS}")
         variants = [("cubic, RTOmin 200 ms", {}), ("cubic, rto_min 1 ms", {"rto_min": "1ms"}),
-                    ("cubic, 4 MB queue", {"buffer": "4M"}), ("cubic, ECN at 16 KB", {"ecn": True, "ecn_threshold": "16K"}),
+                    ("cubic, 4 MB queue", {"buffer": "4M"}), ("cubic, ECN at 16 KB", {"ecn": True, "ecn_k": "16K"}),
                     ("reno, RTOmin 200 ms", {"transport": "reno"}), ("bbr, RTOmin 200 ms", {"transport": "bbr"})]
         for label, change in variants:
             if change.get("ecn") and netns.ecn_marker() is None:
@@ -65,7 +65,7 @@ def main():
             print(row(label, res))
         if netns.ecn_marker() is not None:
             e = linux.ps_push(workers=n, shard=args.block, bandwidth=args.bandwidth, buffer=args.buffer,
-                              rounds=args.rounds, ecn=True, ecn_threshold="16K")
+                              rounds=args.rounds, ecn=True, ecn_k="16K")
             print(row("gloo, ECN at 16 KB", e))
         print(f"[{time.perf_counter() - start:.0f} s]")
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 import warnings
 
 import pytest
@@ -81,7 +82,9 @@ def test_available_names_its_reason(monkeypatch):
 
 @pytest.mark.parametrize("kwargs, name", [({"senders": 0}, "senders"), ({"block": "-1K"}, "block"),
                                           ({"buffer": "lots"}, "buffer"), ({"bandwidth": "0Gbit/s"}, "bandwidth"),
-                                          ({"rto_min": "0ms"}, "rto_min"), ({"rounds": 0}, "rounds")])
+                                          ({"rto_min": "0ms"}, "rto_min"), ({"rounds": 0}, "rounds"),
+                                          ({"ecn_k": "-5K"}, "ecn_k"),
+                                          ({"ecn": types.SimpleNamespace(kmin=5e3, kmax=200e3)}, "ecn-kmin")])
 def test_bad_input_names_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=f"^{name}:"):
         linux.incast(**kwargs)
@@ -200,7 +203,7 @@ def test_ecn_marking_keeps_a_shallow_buffer_from_dropping():
     """8 senders: ECN marks at 16 KB (a phantom queue) cut the drops and raise goodput."""
     setup = dict(senders=8, block="64K", bandwidth="100Mbit/s", buffer="32K", rounds=15)
     base = linux.incast(**setup)
-    ecn = linux.incast(ecn=True, ecn_threshold="16K", **setup)
+    ecn = linux.incast(ecn=True, ecn_k="16K", **setup)
     assert base["marks"] == 0 and ecn["marks"] >= 1
     assert ecn["drops"] <= base["drops"] / 4
     assert ecn["goodput_Bps"] >= 1.3 * base["goodput_Bps"]

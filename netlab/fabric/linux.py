@@ -150,19 +150,20 @@ def _rounds(senders, receivers, block: int, rounds: int, deadline: float) -> lis
 
 
 def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
-           rto_min="200ms", rounds: int = 20, ecn: bool = False, ecn_threshold=None, burst=None) -> dict:
+           rto_min="200ms", rounds: int = 20, ecn=False, ecn_k=None, burst=None) -> dict:
     """Measure `rounds` synchronized incast rounds on a namespace testbed and report like the model.
 
     senders: pushing hosts; block: bytes each pushes per round; bandwidth: the receiver port's rate;
     buffer: that port's queue in bytes (drop-tail); transport: the kernel's congestion control
     (reno, cubic, bbr; dctcp where built in, which turns ECN on); rto_min: on every host's route
-    ('200ms' is Linux's default, left untouched); ecn: mark CE at `ecn_threshold` bytes (default half
-    the buffer) and negotiate ECN. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
+    ('200ms' is Linux's default, left untouched); ecn: mark CE above `ecn_k` bytes (DCTCP's K;
+    default half the buffer) and negotiate ECN; `ecn` may also be the model's ECN(kmin, kmax) with
+    kmin == kmax (this port marks at one threshold). The keywords are the CLI's flags. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
     ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmissions, drops, marks,
     pause_s (always 0: a Linux bridge drops, it never pauses) and wall_s: the model's keys."""
     n, block_b, rate, buffer_b, rto, threshold = _check(senders, block, bandwidth, buffer, transport, rto_min,
-                                                        rounds, ecn_threshold)
-    ecn = bool(ecn) or transport == "dctcp"
+                                                        rounds, ecn, ecn_k)
+    ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     wall = time.perf_counter()
     with Testbed(n, rate, buffer_b, cc=transport, rto_min=None if abs(rto - 0.2) < 1e-9 else rto,
                  ecn=ecn, ecn_threshold=threshold,
@@ -182,7 +183,8 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
                    time.perf_counter() - wall)
 
 
-def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_threshold, who="senders", what="block"):
+def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):
+    """Parse and check the CLI's options (bad input first, whatever the machine), then the machine."""
     n = int(senders)
     if not 1 <= n <= netns.MAX_SENDERS:
         raise ValueError(f"{who}: must be 1 to {netns.MAX_SENDERS}, got {senders!r}")
@@ -191,12 +193,16 @@ def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_th
     rto = parse_time(rto_min, "rto_min", allow_zero=False)
     if int(rounds) < 1:
         raise ValueError(f"rounds: must be at least 1, got {rounds!r}")
+    threshold = parse_bytes(ecn_k, "ecn_k") if ecn_k is not None else None
+    if hasattr(ecn, "kmin"):                             # the model's ECN(kmin, kmax, pmax)
+        if ecn.kmax != ecn.kmin:
+            raise ValueError("ecn-kmin: the real port marks at one threshold K (DCTCP-style); give kmin == kmax")
+        threshold = int(ecn.kmin)
     ok, why = available()
     if not ok:
         raise Unavailable(why)
     if transport not in transports():
         raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
-    threshold = parse_bytes(ecn_threshold, "ecn_threshold") if ecn_threshold is not None else None
     return n, block_b, rate, buffer_b, rto, threshold
 
 
@@ -216,7 +222,7 @@ def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts
 
 
 def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
-            rto_min="200ms", rounds: int = 10, ecn: bool = False, ecn_threshold=None, fixes=(),
+            rto_min="200ms", rounds: int = 10, ecn=False, ecn_k=None, fixes=(),
             timeout_s: float = 90.0) -> dict:
     """The same incast with real gloo ranks: `workers` ranks in the sender namespaces push `shard`
     bytes each round to a server rank in the receiver's (see `_gloo_push.py`).
@@ -227,7 +233,7 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
     rounds; drops and marks the port's over each phase, including its one unmeasured round (and,
     for the base, gloo's setup)."""
     n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
-                                                        rounds, ecn_threshold, "workers", "shard")
+                                                        rounds, ecn, ecn_k, "workers", "shard")
     if shard_b % 4:
         raise ValueError(f"shard: must be a whole number of float32 elements (a multiple of 4 bytes), got {shard!r}")
     steps = []                                            # (rto_min in s or None, buffer in bytes) per phase
@@ -237,7 +243,7 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
             raise ValueError(f"fixes: only rto_min and buffer can change between phases, got {sorted(unknown)}")
         steps.append((parse_time(fix.get("rto_min", rto), "rto_min", allow_zero=False),
                       parse_bytes(fix.get("buffer", buffer_b), "buffer")))
-    ecn = bool(ecn) or transport == "dctcp"
+    ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     base_rto = None if abs(rto - 0.2) < 1e-9 else rto
     wall = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="netlab-gloo-") as tmp, \
