@@ -243,7 +243,8 @@ class Testbed:
             links += [f"link add ps{i} type veth peer name {self.ifname} netns {ns}", f"link set ps{i} master br0 up"]
         _run(["ip", "-n", self.bridge_ns, "-batch", "-"], input="\n".join(links) + "\n")
         for ns, addr in zip(self.hosts, [self.receiver_addr] + self.sender_addr):
-            sysctl(ns, "net.ipv6.conf.all.disable_ipv6", 1)
+            if os.path.exists("/proc/sys/net/ipv6"):              # quiet: no router solicitations
+                sysctl(ns, "net.ipv6.conf.all.disable_ipv6", 1)
             sysctl(ns, "net.ipv4.tcp_ecn", 1 if self.ecn else 0)
             _run(["ip", "-n", ns, "-batch", "-"], input="\n".join([
                 "link set lo up", f"addr add {addr}/24 dev {self.ifname}", f"link set {self.ifname} up"]) + "\n")
@@ -282,7 +283,10 @@ class Testbed:
         # mode (its byte mode and nftables' limit hold a second of rate on top: far too deep);
         # so the hosts send MTU-sized packets (gso_max_segs 1). br_netfilter hands bridged IPv4
         # packets to iptables.
-        sysctl(self.bridge_ns, "net.bridge.bridge-nf-call-iptables", 1)
+        with InNamespace(self.bridge_ns), open("/proc/sys/net/bridge/bridge-nf-call-iptables") as f:
+            handed = f.read().strip() == "1"                 # a new namespace's default (per namespace since 5.3)
+        if not handed:
+            sysctl(self.bridge_ns, "net.bridge.bridge-nf-call-iptables", 1)
         for ns in self.hosts:
             _run(["ip", "-n", ns, "link", "set", self.ifname, "gso_max_segs", "1"])
         per_s = max(1, int(self.bandwidth * 0.95 / 1514))    # frames per second
