@@ -18,6 +18,9 @@ sockets are opened inside the sender namespaces (setns on this thread) and then 
 epoll loop. That costs microseconds per event, far below the 100 Mbit/s port's 121 us per segment.
 Counters: retransmission timeouts (TcpExtTCPTimeouts) and retransmitted segments (TcpRetransSegs)
 from the sender namespaces' /proc/net, drops from the port's tbf qdisc, marks from the ECN marker.
+`ps_push` runs the same incast with real gloo ranks (`_gloo_push.py`).
+Left out: PFC and lossless fabrics (a Linux bridge drops, veth has no dcb), propagation delay (no
+netem here: the RTT is tens of microseconds plus queueing), DCTCP unless the kernel has it.
 """
 from __future__ import annotations
 
