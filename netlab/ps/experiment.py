@@ -82,7 +82,7 @@ def make_config(workers=4, servers=1, sharding="range", mode="bsp", staleness=2,
     _number(batch, "batch", 1, 4096, whole=True)
     lr, momentum = validate.positive(lr, "lr", 100.0), _number(momentum, "momentum", 0.0, 0.999)
     validate.whole(staleness, "staleness", 0, 100_000)
-    validate.whole(eval_every, "eval_every", 1, 100_000)
+    validate.whole(eval_every, "eval_every", 0, 100_000)            # 0: no evaluation
     validate.seed(seed)
     if partition_bytes is not None:                    # 0: one message per server, range sharding only
         validate.whole(partition_bytes, "partition_bytes", 0 if sharding == "range" else 1, 1 << 30)
