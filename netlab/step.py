@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import cluster, collectives, train
+from . import cluster, collectives, data, train, validate
 from .net.network import Network, network as make_network
 from .net.presets import Device, device as make_device
 from .trace import Trace
@@ -39,12 +39,19 @@ def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: st
     """One training step on `ranks` real ranks; virtual time unless ``emulate=False``."""
     cluster.check_ranks(ranks)
     train.check_model(width, layers)
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch: must be a whole number >= 1, got {batch!r}")
+    try:
+        samples = len(data.load("train")[1])            # ranks x batch must fit in the training set
+    except FileNotFoundError:
+        samples = 1 << 20
+    if isinstance(batch, float):
+        raise ValueError(f"batch: must be a whole number, got {batch!r}")
+    validate.whole(batch, "batch", 1, max(1, samples // ranks))
     algo = collectives.resolve("allreduce", algo)[1]        # unknown algorithm: fail here, not on a rank
     if not cluster.under_torchrun():
         cluster.check_memory(ranks, 60e6 + 5 * train.grad_bytes(width, layers), "this step")
-    net: Network | None = make_network(bandwidth, latency, preset) if emulate else None
+    net: Network | None = make_network(bandwidth, latency, preset)     # checked even when unused
+    if not emulate:
+        net = None
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     res = cluster.run(train.step, ranks=ranks, network=net, device=dev, timeout=timeout,
                       width=width, layers=layers, batch=batch, algo=algo)

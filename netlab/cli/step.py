@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from ..net.presets import DEVICES, LINKS
+from .. import validate
 from ..units import fmt_bytes, fmt_time
 from . import emit
 
@@ -34,9 +35,11 @@ def main(args) -> int:
     ranks = args.ranks
     if ranks is None:
         ranks = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else 4
-    if args.preset is None:
-        args.bandwidth = args.bandwidth or "10Gbit/s"
-        args.latency = args.latency or "5us"
+    if args.preset is None:                              # '' is a value (refused), not "the default"
+        args.bandwidth = "10Gbit/s" if args.bandwidth is None else args.bandwidth
+        args.latency = "5us" if args.latency is None else args.latency
+    if args.trace is not None:                           # before the run, not after it
+        validate.writable_file(args.trace, "trace")
     r = measure_step(ranks=ranks, bandwidth=args.bandwidth, latency=args.latency, preset=args.preset,
                      width=args.width, layers=args.layers, batch=args.batch, algo=args.algo,
                      device=args.device, efficiency=args.efficiency, emulate=not args.wall)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from .. import cluster, data, train
+from .. import cluster, data, train, validate
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import check_method, make
@@ -101,10 +101,9 @@ class TrainResult:
 
 
 def _check_int(value, name, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        span = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name}: must be a whole number {span}, got {value!r}")
-    return value
+    if isinstance(value, float):                    # 3.0 is not a step count here: ints only
+        raise ValueError(f"{name}: must be a whole number, got {value!r}")
+    return validate.whole(value, name, low, high)
 
 
 def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_feedback: bool = False,
@@ -122,7 +121,9 @@ def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_f
     cluster.check_ranks(ranks)
     train.check_model(width, layers)
     _check_int(steps, "steps", 1, 100_000)
-    _check_int(batch, "batch", 1)
+    _check_int(batch, "batch", 1, 4096)
+    validate.positive(lr, "lr", 100.0)
+    validate.seed(seed)
     if codec not in ("measured", "free"):
         raise ValueError(f"codec: must be 'measured' or 'free', got {codec!r}")
     if not lr > 0:
