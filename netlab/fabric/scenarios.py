@@ -185,11 +185,13 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, buffer=None, transport: 
 def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 / 8, buffer=200_000,
            incast_senders: int = 15, incast_start: float = 1e-3, incast_length: float = 1e-3,
            duration: float = 6e-3, ecn: ECN | None = ECN(5_000, 100_000, 0.01), link_delay: float = 2e-6,
-           xoff: float | None = None, rto_min: float = 1e-3, seed: int = 0) -> Run:
+           xoff: float | None = None, trunk: float = 2.0, rto_min: float = 1e-3, seed: int = 0) -> Run:
     """F1: H1->R1 and F2: H2->R2 over S1->S2; ``incast_senders`` hosts on S2 blast R2 for ``incast_length``.
 
     The incast hosts each send at line rate for the incast's length (DCQCN-validation's 15 hosts x
-    4 KB messages for 1 ms). Buffers are per port; PFC's Xoff defaults to half the buffer.
+    4 KB messages for 1 ms). The link S1->S2 is ``trunk`` times faster than the hosts' links, so
+    F1 and F2 both run at line rate until the incast. Buffers are per port; PFC's Xoff defaults to
+    half the buffer.
     """
     import time
     wall = time.perf_counter()
@@ -199,7 +201,7 @@ def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 /
     s1 = fab.switch("S1", pfc=control)
     s2 = fab.switch("S2", pfc=control)
     h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
-    trunk = fab.port("S1->S2", bandwidth, link_delay, buffer, ecn, s1)
+    trunk = fab.port("S1->S2", trunk * bandwidth, link_delay, buffer, ecn, s1)
     to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn, s2)
     to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn, s2)
     run = Run(fab, [], "S2->R2")
