@@ -223,3 +223,37 @@ def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 /
 def headroom(bandwidth: float, link_delay: float = LINK_DELAY) -> float:
     """The PFC headroom a link needs (bytes), for choosing Xoff = buffer - headroom."""
     return pfc_headroom(bandwidth, link_delay)
+
+
+def default_ecn(transport: str, bandwidth: float) -> ECN | None:
+    """The marking a transport expects when none is given: DCTCP's K from Linux's dctcp.txt heuristic
+    (20 packets at 1 Gbit/s, 65 at 10 Gbit/s, in proportion above), DCQCN's RED from its paper
+    (Kmin 5 KB, Kmax 200 KB, Pmax 1 %); loss-based TCP and the ideal sender need none."""
+    if transport == "dctcp":
+        packets = 20 if bandwidth <= 1e9 / 8 else max(20, round(65 * bandwidth / (10e9 / 8)))
+        return ECN.dctcp(packets * MTU)
+    if transport == "dcqcn":
+        return ECN(5_000, 200_000, 0.01)
+    return None
+
+
+def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int = 4, block: int = 64 * 1024,
+           bandwidth: float = 1e9 / 8, buffer=64 * 1024, rto_min: float = tp.RTO_MIN, background: float = 0.3,
+           pfc: bool = False, seed: int = 0) -> dict:
+    """Round (step) times of synchronized bursts sharing the port with another job's seeded traffic.
+
+    DCQCN always runs with PFC (RoCE is deployed lossless); ``pfc`` adds it for the others too.
+
+    Returns {transport: {"times": array of s, "p50", "p99", "max", "ideal"}}; "ideal" is the round
+    a lossless, unshared port would take (N x block / B).
+    """
+    out = {}
+    for name in transports:
+        control = PFC(buffer - headroom(bandwidth)) if pfc or name == "dcqcn" else None
+        run = incast(senders, block, bandwidth, buffer, name, rto_min, rounds, default_ecn(name, bandwidth),
+                     control, background=background, seed=seed)
+        times = np.asarray(run.rounds)
+        out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                     "max": float(times.max()), "mean": float(times.mean()),
+                     "ideal": senders * block / bandwidth, "run": run}
+    return out
