@@ -285,12 +285,14 @@ class DCTCP(Reno):
         self.acks = self.marked = 0
         self.cwr_end = -1                    # one cut per window of data
         self.alpha_t, self.alphas = [], []
+        self.windows = []                    # (acked, marked) packets of each window that updated alpha
 
     def _observe(self, ce: bool) -> None:
         self.acks += 1
         self.marked += ce
         if self.snd_una >= self.window_end:
             f = self.marked / self.acks
+            self.windows.append((self.acks, self.marked))
             self.alpha = (1 - self.g) * self.alpha + self.g * f
             self.alpha_t.append(self.fabric.now)
             self.alphas.append(self.alpha)
