@@ -17,6 +17,8 @@ COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(pa
     "ps": "parameter-server training: step time, per-server bytes, accuracy (chapter 3)",
     "compress": "gradient compression: accuracy, bytes per step, step time (chapter 4)",
     "sim": "collectives on thousands of simulated ranks over a modelled fabric (chapter 5)",
+    "assignment": "hand out the chapters' exercises: a student version, or an nbgrader course",
+    "grade": "grade a folder of submissions on real ranks, each answer sandboxed (CSV and JSON)",
 }
 
 
