@@ -66,3 +66,20 @@ def test_bad_questions_name_the_parameter(tmp_path):
         Prediction("", "?", lambda: {})
     with pytest.raises(ValueError, match="options"):
         Prediction("x", "?", lambda: {}, options=[("only one", "")], correct=lambda m: 0)
+
+
+@pytest.mark.slow
+def test_each_chapter_question_measures_and_judges(tmp_path):
+    from netlab.ui import questions
+    path = str(tmp_path / "p.json")
+    made = [questions.ch1(path=path), questions.ch2(path=path), questions.ch3(path=path),
+            questions.ch4(ranks=2, steps=20, path=path), questions.ch5(seeds=2, path=path)]
+    for q in made:
+        q.choice.value = 0
+        entry = q.lock()
+        assert entry["measured"]["text"] and 0 <= entry["right"] < len(q.options)
+        assert entry["correct"] == (entry["right"] == 0)
+    ch1, ch2, ch3, _, ch5 = (load(path)["answers"][i] for i in range(5))
+    assert 1.05 <= ch1["measured"]["value"] < 1.8 and ch1["right"] == 2        # the ring: grows a little
+    assert ch2["right"] == 1 and ch3["right"] == 2                              # naive/one server grow with p
+    assert ch5["measured"]["value"] < 0.75                                      # collisions, not line rate
