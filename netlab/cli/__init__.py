@@ -19,6 +19,8 @@ COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(pa
     "compress": "gradient compression: accuracy, bytes per step, step time (chapter 4)",
     "sim": "collectives on thousands of simulated ranks over a modelled fabric (chapter 5)",
     "congestion": "incast through a switch with a buffer, ECN and PFC: goodput, drops, timeouts (chapter 6)",
+    "assignment": "hand out the chapters' exercises: a student version, or an nbgrader course",
+    "grade": "grade a folder of submissions on real ranks, each answer sandboxed (CSV and JSON)",
 }
 
 
