@@ -60,8 +60,9 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
         ax.axvline(mark * 8 / 1e9, color="grey", lw=6, alpha=0.2, label="your bandwidth")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from .codec_cost import describe_codec
     ax.set(xlabel="bandwidth (Gbit/s, 1e9 bit/s)", ylabel="step time (ms, virtual)",
-           title="when compression pays (dotted: where each method crosses fp32)")
+           title=f"when compression pays ({describe_codec(rows[0].get('codec', 'model'))})")
     ax.grid(alpha=0.3, which="both")
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()

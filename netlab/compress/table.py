@@ -11,6 +11,7 @@ the d/k = 100 rescaling makes even plain random-k diverge at this learning rate)
 """
 from __future__ import annotations
 
+from .codec_cost import DEFAULT_CODEC, describe_codec
 from .pays import label
 from .training import run_training
 
@@ -22,7 +23,7 @@ TABLE = [
 ]
 
 
-def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = "free", progress: bool = False,
+def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = DEFAULT_CODEC, progress: bool = False,
                  **kwargs) -> list[dict]:
     """One row per method: accuracy without and with error feedback, payload, ratio, wire bytes, step time.
 
@@ -39,7 +40,7 @@ def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = "
                      "payload_bytes": plain.payload_bytes, "payload_bytes_ef": ef.payload_bytes,
                      "compression_ratio": plain.compression_ratio, "compression_ratio_ef": ef.compression_ratio,
                      "bytes_per_step": plain.bytes_per_step, "bytes_per_step_ef": ef.bytes_per_step,
-                     "step_s": plain.step_s, "step_s_ef": ef.step_s,
+                     "step_s": plain.step_s, "step_s_ef": ef.step_s, "codec": codec,
                      "runs": (plain, ef)})
     return rows
 
@@ -63,6 +64,8 @@ def format_table(rows, baseline_accuracy: float | None = None) -> str:
     if base is not None:
         lines.append(f"fp32 baseline accuracy {base:.3f}; payload: the compressed gradient (mean over steps); "
                      f"ratio: fp32 bytes / payload; wire: bytes one rank sent per step")
+    if rows and "codec" in rows[0]:
+        lines.append(describe_codec(rows[0]["codec"]))
     return "\n".join(lines)
 
 

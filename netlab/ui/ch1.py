@@ -1,4 +1,4 @@
-"""Chapter 1's panel: move nodes, bandwidth, latency, model size and device; watch one step.
+"""Chapter 1's panel: move nodes, bandwidth, latency, model size, samples per device and device; watch one step.
 
 Every slider change runs a real training step on real ranks (the pool is warm, so an answer takes
 a fraction of a second) and redraws the compute/communication split and the per-rank timeline.
@@ -18,11 +18,12 @@ from ..units import fmt_bytes, fmt_time
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 LATENCIES = ["1us", "2us", "5us", "10us", "20us", "50us", "100us"]
 WIDTHS = [128, 256, 512, 1024, 2048, 3500]
+BATCHES = [8, 16, 32, 64, 128]          # samples (tokens) per device per step; 16 ranks x 128 fit the digits
 
 
 class StepPanel:
     def __init__(self, ranks: int = 4, bandwidth: str = "10Gbit/s", latency: str = "5us", width: int = 512,
-                 device: str = "cpu-core", max_width: int = 3500):
+                 device: str = "cpu-core", max_width: int = 3500, batch: int = 32):
         style = {"description_width": "110px"}
         layout = widgets.Layout(width="460px")
         sizes = [(f"{fmt_bytes(grad_bytes(w))} (width {w})", w) for w in WIDTHS if w <= max_width]
@@ -35,6 +36,8 @@ class StepPanel:
                                                continuous_update=False, style=style, layout=layout),
             "width": widgets.SelectionSlider(options=sizes, value=width, description="gradient size",
                                              continuous_update=False, style=style, layout=layout),
+            "batch": widgets.SelectionSlider(options=BATCHES, value=batch, description="samples/device",
+                                             continuous_update=False, style=style, layout=layout),
             "device": widgets.Dropdown(options=list(DEVICES), value=device, description="device",
                                        style=style, layout=layout),
         }
@@ -43,16 +46,18 @@ class StepPanel:
         self.out.layout.min_height = "520px"          # no jumping while a new figure is drawn
         self.widget = widgets.VBox([widgets.VBox(list(self.controls.values())), self.out])
 
-    def update(self, ranks, bandwidth, latency, width, device):
+    def update(self, ranks, bandwidth, latency, width, batch, device):
         try:
-            r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=width, device=device)
+            r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=width, batch=batch,
+                             device=device)
         except (ValueError, MemoryError) as exc:
             print(f"cannot run this setting: {exc}")
             return
         self.last = r
-        print(f"{ranks} ranks, {fmt_bytes(r.grad_bytes)} of gradients over {bandwidth} / {latency}: "
-              f"step {fmt_time(r.total_s)} = compute {fmt_time(r.compute_s)} + communication "
-              f"{fmt_time(r.comm_s)}  ({r.comm_s / r.total_s:.0%} waiting on the network)")
+        print(f"{ranks} ranks x {batch} samples, {fmt_bytes(r.grad_bytes)} of gradients, {bandwidth} / {latency}")
+        print(f"step {fmt_time(r.total_s)} = compute {fmt_time(r.compute_s)} + communication {fmt_time(r.comm_s)}")
+        print(f"waiting on the network: {r.comm_s / r.total_s:.0%} of the step; "
+              f"communication / compute = {r.comm_s / r.compute_s:.3g}")
         fig, axes = plt.subplots(2, 1, figsize=(9, 1.6 + 0.42 * ranks + 2.2),
                                  gridspec_kw={"height_ratios": [1, max(2, 0.42 * ranks)]})
         plots.breakdown(r.compute_s, r.comm_s, ax=axes[0])
