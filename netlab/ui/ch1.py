@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 
 from .. import plots
 from ..cluster import MAX_RANKS
+from ..data import load
 from ..net.presets import DEVICES
 from ..step import measure_step
 from ..train import grad_bytes
@@ -18,7 +19,7 @@ from ..units import fmt_bytes, fmt_time
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 LATENCIES = ["1us", "2us", "5us", "10us", "20us", "50us", "100us"]
 WIDTHS = [128, 256, 512, 1024, 2048, 3500]
-BATCHES = [8, 16, 32, 64, 128]          # samples (tokens) per device per step; 16 ranks x 128 fit the digits
+BATCHES = [8, 16, 32, 64, 128]          # samples (tokens) per device per step; ranks x batch <= training set
 
 
 class StepPanel:
@@ -42,11 +43,16 @@ class StepPanel:
                                        style=style, layout=layout),
         }
         self.last = None
+        self.samples = len(load("train")[1])         # one global batch must fit the training set
         self.out = widgets.interactive_output(self.update, self.controls)
         self.out.layout.min_height = "520px"          # no jumping while a new figure is drawn
         self.widget = widgets.VBox([widgets.VBox(list(self.controls.values())), self.out])
 
     def update(self, ranks, bandwidth, latency, width, batch, device):
+        if ranks * batch > self.samples:
+            print(f"cannot run this setting: {ranks} nodes x {batch} samples exceed the {self.samples:,} "
+                  f"training digits")
+            return
         try:
             r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=width, batch=batch,
                              device=device)
