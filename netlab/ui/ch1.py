@@ -49,7 +49,9 @@ class StepPanel(Panel):
                 f"{fmt_time(r.comm_s)}\n  {r.comm_s / r.total_s:.0%} of the step waits on the network; "
                 f"communication / compute = {r.comm_s / r.compute_s:.3g}")
         fig = new_figure(9, 1.6 + 0.42 * ranks + 2.2)
-        axes = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1, max(2, 0.42 * ranks)]})
-        plots.breakdown(r.compute_s, r.comm_s, ax=axes[0])
-        plots.timeline(r.trace, ax=axes[1])
+        axes = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, max(2, 0.42 * ranks)]})
+        span = max(r.total_s, r.trace.makespan)                 # one time axis, one unit, for both
+        plots.breakdown(r.compute_s, r.comm_s, ax=axes[0], span_s=span)
+        plots.timeline(r.trace, ax=axes[1], span_s=span)
+        axes[0].tick_params(labelbottom=True)
         return text, fig
