@@ -27,7 +27,7 @@ ALGORITHMS = {
 # compression methods: a hue per family; fp32 ("none") black and dashed everywhere
 METHODS = {
     "none": ("black", "", "--"), "fp16": ("#08519c", "o", "-"), "bf16": ("#6baed6", "s", ":"),
-    "int8": ("#2171b5", "^", "-"), "qsgd": ("#4292c6", "v", "-."), "terngrad": ("#9ecae1", "D", "--"),
+    "int8": ("#2171b5", "^", "-"), "qsgd": ("#4292c6", "v", "-."), "terngrad": ("#5a8fc0", "D", "--"),
     "sign": ("#d94801", "o", "-"), "majority": ("#fd8d3c", "s", "--"),
     "topk": ("#006d2c", "o", "-"), "randomk": ("#41ab5d", "^", "--"), "threshold": ("#74c476", "v", "-."),
     "dgc": ("#00441b", "D", ":"), "powersgd": ("#6a51a3", "P", "-"),

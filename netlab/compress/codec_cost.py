@@ -121,9 +121,8 @@ def check_codec(codec: str) -> str:
 
 def describe_codec(codec: str) -> str:
     """How the codec's compute is charged, in words for a figure's or a table's caption."""
-    return {"model": "codec cost: per-element model (codec_calibration.py)",
-            "measured": "codec cost: measured on this machine now",
-            "free": "codec cost: not charged"}[check_codec(codec)]
+    return {"model": "codec: per-element model", "measured": "codec: measured on this machine now",
+            "free": "codec: not charged"}[check_codec(codec)]
 
 
 def flops_per_element(method: str, error_feedback: bool = False, **options) -> tuple[float, float]:
