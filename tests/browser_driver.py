@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import os
 import shutil
 import signal
@@ -223,8 +224,10 @@ class Figure:
     height: int
     ink: float                       # fraction of pixels that are not near-white
     dark: float                      # fraction of pixels dark enough to be text or lines
-    top_ink: float                   # ink in the upper and lower halves (a half-drawn figure lacks one)
-    bottom_ink: float
+    grid_ink: list                   # ink in each cell of a 2 x 3 grid (rows top, bottom; columns left to
+                                     # right): a half-drawn figure lacks a part the first figure had
+    edge_ink: float                  # ink in the 2-px frame: a tight bbox leaves it white, unless the
+                                     # figure was drawn with another layout than it was measured with
 
     @classmethod
     def from_src(cls, src: str) -> "Figure | None":
@@ -235,8 +238,10 @@ class Figure:
         img = np.asarray(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).convert("L"), dtype=float)
         h, w = img.shape
         ink = img < 235
-        return cls(w, h, float(ink.mean()), float((img < 100).mean()), float(ink[: h // 2].mean()),
-                   float(ink[h // 2:].mean()))
+        frame = np.concatenate([ink[:2].ravel(), ink[-2:].ravel(), ink[:, :2].ravel(), ink[:, -2:].ravel()])
+        grid = [[float(ink[r * h // 2:(r + 1) * h // 2, c * w // 3:(c + 1) * w // 3].mean()) for c in range(3)]
+                for r in range(2)]
+        return cls(w, h, float(ink.mean()), float((img < 100).mean()), grid, float(frame.mean()))
 
 
 @dataclass
@@ -264,6 +269,9 @@ class Notebook:
         self.page.goto(self.lab.url(f"lab/tree/{self.name}?reset"), timeout=timeout_s * 1000)
         self.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=timeout_s * 1000)
         self.wait_kernel("Idle", timeout_s)
+        news = self.page.locator(".Toastify__toast button", has_text=re.compile(r"^\s*No\s*$"))  # Jupyter news?
+        if news.count():
+            news.first.click()
 
     def menu(self, menu: str, item: str):
         """Click a menu bar entry, then one of its items, as a person does."""

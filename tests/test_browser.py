@@ -63,8 +63,14 @@ def figure_problems(snap: Snapshot, first: Snapshot) -> list[str]:
             continue
         if fig.ink < 0.01:
             problems.append(f"figure {i} is blank ({fig.ink:.1%} of pixels drawn)")
-        elif min(fig.top_ink, fig.bottom_ink) < 0.002:
-            problems.append(f"figure {i} is half drawn (ink top {fig.top_ink:.2%}, bottom {fig.bottom_ink:.2%})")
+        elif ref is not None:
+            missing = [(r, c) for r in range(2) for c in range(3)
+                       if ref.grid_ink[r][c] > 0.01 and fig.grid_ink[r][c] < 0.25 * ref.grid_ink[r][c]]
+            if missing:
+                where = ", ".join(f"{('top', 'bottom')[r]} {('left', 'middle', 'right')[c]}" for r, c in missing)
+                problems.append(f"figure {i} is half drawn: nearly empty at {where}, where the first figure was drawn")
+        if fig.edge_ink > 0.02:
+            problems.append(f"figure {i} is cut off at its edges ({fig.edge_ink:.0%} of its 2-px frame drawn)")
         if fig.dark < 0.001:
             problems.append(f"figure {i} has no text or lines ({fig.dark:.2%} dark pixels)")
         if ref is not None and not 0.6 < fig.width / ref.width < 1.6:
