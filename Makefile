@@ -1,21 +1,27 @@
 # netlab's two commands:  make lab  (install, then open JupyterLab on labs/)
 #                         make test (install, then run every test, notebooks included)
-# Everything goes into a local virtual environment, .venv/. torch is pinned to a CPU build here:
-# an unpinned torch would pull several GB of CUDA wheels.
+# Everything goes into a local virtual environment, .venv/. torch is pinned and CPU-only: on Linux
+# tools/install_torch.py takes it from PyTorch's CPU index (PyPI's Linux wheel pulls several GB of
+# CUDA), falling back to the default index; a compatible torch already in .venv is kept.
+#   make lab TORCH=torch==2.12.0      another version (then kept only if it matches exactly)
+#   make lab TORCH_INDEX=             skip the CPU index (default index only)
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.netlab-installed
+EXACT  := $(if $(filter file,$(origin TORCH)),,--exact)
 
 .PHONY: install lab test bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile tools/install_torch.py
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[lab,dev]"
+	$(BIN)/python tools/install_torch.py --torch "$(TORCH)" --index "$(TORCH_INDEX)" $(EXACT)
+	$(BIN)/python -m pip install --quiet -e ".[lab,dev]"
 	@touch $(STAMP)
 
 # JupyterLab refuses to run as root unless told; containers often run as root.

@@ -3,12 +3,16 @@
 Real torch.distributed ranks (gloo on CPU) move real tensors; an emulated network turns bytes into
 (virtual) time. Start with ``netlab.run(fn, ranks=4, network=netlab.network('10Gbit/s', '5us'))``.
 """
-from .cluster import Cluster, Interrupted, RankError, RankTimeout, RunResult, run, shutdown
+from .cluster import (Cluster, Interrupted, RankDied, RankError, RankTimeout, RunResult, run, set_idle_timeout,
+                      shutdown)
 from .comm import Comm
 from .net import DEVICES, LINKS, Device, Link, Network, device, network
+from .net.network import congestion
+from .fabric.live import Congestion
 from .trace import Trace
 from . import check  # noqa: E402  (exercise checks: netlab.check.step_time, ...)
 
 __version__ = "0.1.0"
-__all__ = ["run", "shutdown", "Cluster", "RankError", "RankTimeout", "Interrupted", "RunResult",
-           "Comm", "Trace", "Network", "Link", "network", "Device", "device", "LINKS", "DEVICES"]
+__all__ = ["run", "shutdown", "set_idle_timeout", "Cluster", "RankError", "RankDied", "RankTimeout", "Interrupted",
+           "RunResult",
+           "Comm", "Trace", "congestion", "Congestion", "Network", "Link", "network", "Device", "device", "LINKS", "DEVICES"]

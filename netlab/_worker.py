@@ -15,11 +15,14 @@ STATUS_BYTES = 160          # per-rank slot in the shared status buffer
 
 
 def _watch_parent(alive) -> None:
-    """Exit at once when the launching process goes away (kernel killed or restarted)."""
+    """Exit at once when the launching process goes away (kernel killed or restarted), and take
+    whatever this rank started with it: the rank leads its own process group."""
     try:
         alive.recv_bytes()
     except (EOFError, OSError):
         pass
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpgrp(), signal.SIGKILL)
     os._exit(3)
 
 
@@ -35,6 +38,9 @@ def _status_writer(buffer, rank: int):
 def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer, timeout_s: float) -> None:
     # Kernel > Interrupt signals the kernel's whole process group; the launcher decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A group (and session) of its own: the launcher stops the rank and everything it started with
+    # one killpg, and a terminal's Ctrl-C or SIGHUP reaches the launcher only.
+    os.setsid()
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"         # bind gloo to loopback only
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     threading.Thread(target=_watch_parent, args=(alive,), daemon=True).start()
@@ -76,7 +82,10 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
         try:
             fn, args, kwargs, network, device = cloudpickle.loads(payload)
             comm = Comm(rank, n, network, device, tag=run_id, status=status, group=groups[n])
-            value = fn(comm, *args, **kwargs)
+            try:
+                value = fn(comm, *args, **kwargs)
+            finally:
+                comm.finish()                        # a congestion fabric stops waiting for this rank
             reply = (run_id, True, {
                 "value": value, "clock": comm.now(),
                 "events": [e.as_tuple() for e in comm.events],

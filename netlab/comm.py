@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 
 import torch
@@ -52,6 +53,13 @@ class Request:
         self._moved = 0                              # handles whose transport has completed
 
     def arrive(self, upto: int | None = None) -> None:
+        if getattr(self, "timed_by_fabric", False):
+            raise RuntimeError("network: this program waits for data outside comm.wait (as the parameter server's "
+                               "arrival-order logic does), which the congestion fabric cannot time; run it "
+                               "without congestion=")
+        self._arrive(upto)
+
+    def _arrive(self, upto: int | None = None) -> None:
         """Block until the data has moved (the first `upto` handles), without booking ports or moving
         the clock: ``comm.wait`` does that later, exactly as if it had waited itself. A parameter
         server uses it to learn which pushes are in before choosing, by virtual time, which to apply.
@@ -81,6 +89,20 @@ class Comm:
         self._ports = {}                          # (link class, "out"|"in") -> Port
         self._labels: list[str] = []
         self._t0 = time.perf_counter()
+        self._fabric = None                       # a congestion-aware fabric times the messages (fabric/live.py)
+        congestion = getattr(network, "congestion", None)
+        if congestion is not None:
+            if not congestion.address:
+                raise ValueError("network: congestion= needs netlab's own rank pool (netlab.run), not torchrun")
+            from .fabric.live import FabricClient
+            self._fabric = FabricClient(congestion, rank)
+            self._seq_out, self._seq_in = defaultdict(int), defaultdict(int)
+
+    def finish(self) -> None:
+        """The run is over on this rank (the launcher calls it): let the fabric stop waiting for it."""
+        if self._fabric is not None:
+            self._fabric.close()
+            self._fabric = None
 
     # ---- the clock -------------------------------------------------------------------
     def now(self) -> float:
@@ -92,6 +114,8 @@ class Comm:
         self._clock = 0.0
         self._ports.clear()
         self._t0 = time.perf_counter()
+        if self._fabric is not None:
+            self._fabric.restart()
 
     def _port(self, cls: str, direction: str) -> Port:
         return self._ports.setdefault((cls, direction), Port())
@@ -128,7 +152,14 @@ class Comm:
         if tensor is not None and n == 0:
             tensor = None                        # an empty message: header only (it still costs alpha)
         handles, end = [], None
-        if self.virtual:
+        if self._fabric is not None:                 # timed by the fabric when waited for
+            start = self._clock
+            seq = self._seq_out[dst]
+            self._seq_out[dst] += 1
+            self._fabric.send(dst, seq, start, n)
+            header = torch.tensor([start, float(n)], dtype=torch.float64)
+            handles.append(dist.isend(header, dst, group=self.group, tag=self.tag))
+        elif self.virtual:
             cls = self.network.link_class(self.rank, dst)
             duration = self.network.link(self.rank, dst).time(n)
             start = self._port(cls, "out").reserve(self._clock, duration)
@@ -144,6 +175,8 @@ class Comm:
         self.messages_sent += 1
         req = Request("send", dst, n, handles, end=end)
         req.start = start
+        if self._fabric is not None:
+            req.seq, req.timed_by_fabric = seq, True
         return req
 
     def irecv(self, tensor: torch.Tensor | None, src: int, nbytes: int | None = None) -> Request:
@@ -160,6 +193,9 @@ class Comm:
             handles.append(dist.irecv(tensor, src, group=self.group, tag=self.tag))
         req = Request("recv", src, n, handles, header=header)
         req.start = self.now()
+        if self._fabric is not None:
+            req.seq, req.timed_by_fabric = self._seq_in[src], True
+            self._seq_in[src] += 1
         return req
 
     def wait(self, *requests: Request) -> None:
@@ -172,8 +208,16 @@ class Comm:
         for req in requests:
             if req.done:
                 continue
-            if self.virtual and req.kind == "recv":
-                req.arrive(1)                             # the header: when and how much was sent
+            if self._fabric is not None:
+                self._fabric.post_wait(req.kind, req.peer, req.seq, self._clock)   # before blocking on data
+                req._arrive()
+                if req.kind == "recv" and int(req.header[1]) != req.nbytes:
+                    raise RuntimeError(f"rank {self.rank}: recv from rank {req.peer} expected {req.nbytes} bytes "
+                                       f"but rank {req.peer} sent {int(req.header[1])} bytes")
+                begin, req.end = self._fabric.answer()
+                self._event(req.kind, req.peer, req.nbytes, begin, req.end)
+            elif self.virtual and req.kind == "recv":
+                req._arrive(1)                             # the header: when and how much was sent
                 start, sent = float(req.header[0]), int(req.header[1])
                 if sent != req.nbytes:
                     raise RuntimeError(f"rank {self.rank}: recv from rank {req.peer} expected {req.nbytes} bytes "
@@ -182,10 +226,10 @@ class Comm:
                 duration = self.network.link(req.peer, self.rank).time(sent)
                 begin = self._port(cls, "in").reserve(start, duration)
                 req.end = begin + duration
-                req.arrive()
+                req._arrive()
                 self._event("recv", req.peer, sent, begin, req.end)
             else:
-                req.arrive()
+                req._arrive()
                 if not self.virtual:
                     req.end = self.now()
                     self._event(req.kind, req.peer, req.nbytes, req.start, req.end)

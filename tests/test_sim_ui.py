@@ -7,32 +7,27 @@ from netlab.sim import experiments
 from netlab.ui.ch5 import FabricPanel, build, describe, scaling_plot
 
 
-def setting(panel, **change):
-    values = {name: w.value for name, w in panel.controls.items()}
-    values.update(change)
-    return values
-
-
-def test_panel_simulates_the_chosen_fabric_and_keeps_the_result(capsys):
+def test_panel_simulates_the_chosen_fabric_and_keeps_the_result():
     panel = FabricPanel(k=8, ranks=128, placement="ordered")
-    panel.update(**setting(panel))
     ordered = panel.last
     assert ordered.ranks == 128 and ordered.slowest_flow == 1.0
-    panel.update(**setting(panel, placement="shuffled", seed=2))
+    assert "bottleneck" in panel.text and "busbw" in panel.text
+    panel.set(placement="shuffled", seed=2)
     assert panel.last.time_s > ordered.time_s and panel.last.slowest_flow < 1
-    panel.update(**setting(panel, fabric="spine-leaf", ratio=4, gpus=8, nics="single", algo="hierarchical", ranks=256))
+    runs = panel.runs
+    panel.set(fabric="spine-leaf", ratio=4, gpus=8, nics="single", algo="hierarchical", ranks=256)
+    assert panel.runs == runs + 1                                         # six changes, one run
     assert panel.last.topology.name == "spineleaf:8:4:4" and panel.last.algo == "hierarchical"
-    out = capsys.readouterr().out
-    assert "bottleneck" in out and "busbw" in out
-    plt.close("all")
+    assert panel.controls["k"].disabled and not panel.controls["ratio"].disabled
 
 
-def test_panel_explains_a_setting_that_does_not_fit(capsys):
+def test_panel_explains_a_setting_that_does_not_fit():
     panel = FabricPanel(k=8, ranks=128)
     before = panel.last
-    panel.update(**setting(panel, k=4, ranks=1024))
-    assert "cannot run this setting: ranks:" in capsys.readouterr().out
+    panel.set(k=4, ranks=1024)
+    assert panel.text.startswith("cannot run this setting: ranks:")
     assert panel.last is before
+    assert len(panel.out.outputs) == 1                                    # the line replaces the old figure
 
 
 def test_build_reuses_topologies_and_describe_names_the_bottleneck():

@@ -14,6 +14,8 @@ receiver's port is busy).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 
 from ..units import fmt_bandwidth, fmt_time, parse_bandwidth, parse_time
@@ -65,11 +67,14 @@ class Network:
     nic:   the link between hosts (each rank has its own NIC port, rail style).
     intra: the link between ranks on one host; required when ranks_per_host > 1.
     gamma: seconds per byte of reduction arithmetic (the gamma of alpha-beta-gamma); 0 by default.
+    congestion: a switch with buffers and a transport between the NICs (``netlab.fabric.Congestion``);
+           None: each message holds its two ports for alpha + n/B, nothing queues or drops.
     """
     nic: Link
     ranks_per_host: int = 1
     intra: Link | None = None
     gamma: float = 0.0
+    congestion: object = None
 
     def __post_init__(self):
         if not isinstance(self.ranks_per_host, int) or self.ranks_per_host < 1:
@@ -78,6 +83,12 @@ class Network:
             raise ValueError("intra: an intra-host link is required when ranks_per_host > 1")
         if not self.gamma >= 0:
             raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
+        if self.congestion is not None:
+            from ..fabric.live import Congestion
+            if not isinstance(self.congestion, Congestion):
+                raise ValueError(f"congestion: a netlab.fabric.Congestion, got {self.congestion!r}")
+            if self.ranks_per_host != 1:
+                raise ValueError("congestion: one rank per host only (the switch fabric has no intra-host links)")
 
     def host(self, rank: int) -> int:
         return rank // self.ranks_per_host
@@ -95,17 +106,43 @@ class Network:
             text += f"; {self.ranks_per_host} ranks per host over {self.intra.describe()}"
         if self.gamma:
             text += f"; reduction {self.gamma * 1e9:g} ns/byte"
+        if self.congestion is not None:
+            text += f"; switch: {self.congestion.describe()}"
         return text + " (GB = 1e9 B, Gbit/s = 1e9 bit/s)"
+
+
+_congestion = contextvars.ContextVar("netlab_congestion", default=None)
+
+
+@contextlib.contextmanager
+def congestion(spec):
+    """Every network built inside the block gets this switch fabric, so any experiment takes it unchanged:
+
+        with netlab.congestion(Congestion("reno", buffer="64K")):
+            measure_step(ranks=8, bandwidth="1Gbit/s")
+    """
+    from ..fabric.live import Congestion
+    if spec is not None and not isinstance(spec, Congestion):
+        raise ValueError(f"congestion: a netlab.fabric.Congestion or None, got {spec!r}")
+    token = _congestion.set(spec)
+    try:
+        yield spec
+    finally:
+        _congestion.reset(token)
 
 
 def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_per_host: int = 1,
             intra_bandwidth=None, intra_latency=None, intra_preset: str | None = None,
-            gamma: float = 0.0) -> Network:
-    """Network from human units: ``network('10Gbit/s', '5us')`` or ``network(preset='100GbE')``."""
+            gamma: float = 0.0, congestion=None) -> Network:
+    """Network from human units: ``network('10Gbit/s', '5us')`` or ``network(preset='100GbE')``.
+
+    ``congestion=Congestion('reno', buffer='64K')`` (``netlab.fabric.Congestion``) puts a switch with
+    buffers between the ranks and times every message with that transport (real ranks only).
+    """
     nic = Link.of(bandwidth, latency, preset)
     intra = None
     if ranks_per_host > 1 or intra_bandwidth is not None or intra_preset is not None:
         if intra_bandwidth is None and intra_preset is None:
             intra_preset = "NVLink3"
         intra = Link.of(intra_bandwidth, intra_latency, intra_preset)
-    return Network(nic, ranks_per_host, intra, gamma)
+    return Network(nic, ranks_per_host, intra, gamma, congestion if congestion is not None else _congestion.get())

@@ -8,7 +8,6 @@ runs (identical to real payloads', see tests), with the formula next to them.
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import torch
 
 from .. import cluster, collectives, cost, plots
@@ -16,6 +15,7 @@ from ..bench import bench
 from ..collectives.schedule import execute, rank_plan
 from ..net.network import network
 from ..units import fmt_bytes, fmt_time, parse_bytes
+from .panel import LAYOUT, STYLE, Panel, new_figure, slider
 
 FLAT = ["naive", "ring", "tree", "recursive_doubling", "halving_doubling"]
 SIZES = ["1K", "4K", "16K", "64K", "256K", "1M", "4M", "16M", "64M", "256M"]
@@ -63,27 +63,24 @@ def ring_snapshots(ranks: int = 4) -> list[list[list[int]]]:
     return [[res.values[r][s] for r in range(ranks)] for s in range(len(res.values[0]))]
 
 
-class RingStepper:
+class RingStepper(Panel):
     """A slider over the ring all-reduce's 2(p-1) steps, showing which data each rank holds."""
+
+    min_height = "260px"
 
     def __init__(self, ranks: int = 4):
         self.ranks, self.shots = ranks, ring_snapshots(ranks)
         self.slider = widgets.IntSlider(0, 0, len(self.shots) - 1, description="step", continuous_update=True)
-        self.out = widgets.interactive_output(self.show, {"step": self.slider})
-        self.widget = widgets.VBox([self.slider, self.out])
+        super().__init__({"step": self.slider})
 
-    def show(self, step):
+    def render(self, step):
         p = self.ranks
         phase = ("start: each rank holds only its own data" if step == 0 else
                  f"reduce-scatter step {step} of {p - 1}: send one chunk right, add the one from the left"
                  if step < p else f"all-gather step {step - p + 1} of {p - 1}: pass finished chunks right")
-        fig = plots.contributions(self.shots[step], title=phase)
-        plt.show()
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        fig = new_figure(1.1 * p + 2, 0.55 * p + 1.2)
+        plots.contributions(self.shots[step], ax=fig.subplots(), title=phase)
+        return "", fig
 
 
 def measure(ranks: int, sizes, bandwidth: str, latency: str, algos=FLAT) -> list[dict]:
@@ -92,49 +89,40 @@ def measure(ranks: int, sizes, bandwidth: str, latency: str, algos=FLAT) -> list
     return [row for algo in algos for row in bench("allreduce", algo, ranks, sizes, net)]
 
 
-class CollectivePanel:
+class CollectivePanel(Panel):
     """World size, message size, bandwidth, latency, algorithm -> time, formula, busbw, and the curves."""
 
     def __init__(self, ranks: int = 8, size: str = "1M", bandwidth: str = "100Gbit/s", latency: str = "5us",
                  algo: str = "ring"):
-        style, layout = {"description_width": "110px"}, widgets.Layout(width="460px")
-        self.controls = {
-            "ranks": widgets.IntSlider(ranks, 2, cluster.MAX_RANKS, description="world size",
-                                       continuous_update=False, style=style, layout=layout),
-            "size": widgets.SelectionSlider(options=SIZES, value=size, description="message size",
-                                            continuous_update=False, style=style, layout=layout),
-            "bandwidth": widgets.SelectionSlider(options=["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"],
-                                                 value=bandwidth, description="bandwidth",
-                                                 continuous_update=False, style=style, layout=layout),
-            "latency": widgets.SelectionSlider(options=["1us", "2us", "5us", "10us", "50us"], value=latency,
-                                               description="latency", continuous_update=False, style=style,
-                                               layout=layout),
-            "algo": widgets.Dropdown(options=FLAT, value=algo, description="algorithm", style=style, layout=layout),
-        }
         self.rows = None
-        self.out = widgets.interactive_output(self.update, self.controls)
-        self.out.layout.min_height = "480px"
-        self.widget = widgets.VBox([widgets.VBox(list(self.controls.values())), self.out])
+        super().__init__({
+            "ranks": slider(widgets.IntSlider, ranks, 2, cluster.MAX_RANKS, description="world size"),
+            "size": slider(widgets.SelectionSlider, options=SIZES, value=size, description="message size"),
+            "bandwidth": slider(widgets.SelectionSlider, options=["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s",
+                                                                  "400Gbit/s"],
+                                value=bandwidth, description="bandwidth"),
+            "latency": slider(widgets.SelectionSlider, options=["1us", "2us", "5us", "10us", "50us"], value=latency,
+                              description="latency"),
+            "algo": widgets.Dropdown(options=FLAT, value=algo, description="algorithm", style=STYLE,
+                                     layout=widgets.Layout(**LAYOUT)),
+        })
 
-    def update(self, ranks, size, bandwidth, latency, algo):
+    def render(self, ranks, size, bandwidth, latency, algo):
         self.rows = rows = measure(ranks, [parse_bytes(s) for s in SIZES], bandwidth, latency)
         row = next(r for r in rows if r["algo"] == algo and r["bytes"] == parse_bytes(size))
         net = network(bandwidth, latency)
-        print(f"{algo} all-reduce of {fmt_bytes(row['bytes'])} on {ranks} ranks over {bandwidth}, {latency}:")
-        print(f"  measured {fmt_time(row['time_s'])} (virtual)   formula {fmt_time(row['predicted_s'])}   "
-              f"algbw {row['algbw_GBps']:.2f} GB/s   busbw {row['busbw_GBps']:.2f} GB/s "
-              f"(link {net.nic.bandwidth / 1e9:g} GB/s)")
         best = {s: min((r for r in rows if r["bytes"] == parse_bytes(s)), key=lambda r: r["time_s"])["algo"]
                 for s in SIZES}
-        print("  fastest: " + ", ".join(f"{s}: {a}" for s, a in best.items()))
+        text = "\n".join([
+            f"{algo} all-reduce of {fmt_bytes(row['bytes'])} on {ranks} ranks over {bandwidth}, {latency}:",
+            f"  measured {fmt_time(row['time_s'])} (virtual), formula {fmt_time(row['predicted_s'])}",
+            f"  algbw {row['algbw_GBps']:.2f} GB/s, busbw {row['busbw_GBps']:.2f} GB/s "
+            f"(link {net.nic.bandwidth / 1e9:g} GB/s; GB = 1e9 B)",
+            "  fastest: " + ", ".join(f"{s}: {a}" for s, a in best.items())])
         cross = {"ring = recursive doubling": cost.crossover("allreduce", "ring", "recursive_doubling", ranks, net)}
-        fig = plots.time_vs_size(rows, crossovers=cross)
-        plt.show()
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        fig = new_figure(7.5, 4.2)
+        plots.time_vs_size(rows, ax=fig.subplots(), crossovers=cross)
+        return text, fig
 
 
 def latency_sweep(ranks_list=(2, 4, 8, 16), algos=("ring", "tree", "recursive_doubling"), size: int = 1024,

@@ -11,6 +11,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from ..units import fmt_bytes, fmt_time
+from .panel import STYLE, Panel, new_figure, slider
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
 
@@ -62,33 +63,37 @@ def plot_accuracy(curves: dict, ax=None, title="accuracy vs time"):
     return ax
 
 
-class PSPanel:
+class PSPanel(Panel):
     """Workers, servers, sharding, bandwidth, consistency, staleness bound, stragglers: watch a PS train."""
+
+    min_height = "420px"
 
     def __init__(self, workers=8, servers=2, sharding="hash", bandwidth="10Gbit/s", mode="bsp", staleness=2,
                  stragglers=2, slowdown=4.0, steps=40, partition_bytes=32_768):
-        style = {"description_width": "130px"}
-        layout = widgets.Layout(width="460px")
-        slider = dict(continuous_update=False, style=style, layout=layout)
-        self.controls = {
-            "workers": widgets.IntSlider(workers, 2, 12, description="workers", **slider),
-            "servers": widgets.IntSlider(servers, 1, 8, description="servers", **slider),
-            "sharding": widgets.ToggleButtons(options=["range", "hash"], value=sharding, description="sharding",
-                                              style=style),
-            "bandwidth": widgets.SelectionSlider(options=BANDWIDTHS, value=bandwidth, description="bandwidth", **slider),
-            "mode": widgets.ToggleButtons(options=["bsp", "ssp", "async"], value=mode, description="consistency",
-                                          style=style),
-            "staleness": widgets.IntSlider(staleness, 0, 8, description="staleness bound s", **slider),
-            "stragglers": widgets.IntSlider(stragglers, 0, 4, description="stragglers / step", **slider),
-            "slowdown": widgets.FloatSlider(value=slowdown, min=1.0, max=8.0, step=0.5,
-                                            description="straggler slowdown", **slider),
-        }
         self.steps, self.partition_bytes = steps, partition_bytes
-        self.last = self.baseline = None
+        self.baseline = None
         self._cache = {}
-        self.out = widgets.interactive_output(self.update, self.controls)
-        self.out.layout.min_height = "420px"
-        self.widget = widgets.VBox([widgets.VBox(list(self.controls.values())), self.out])
+        controls = {
+            "workers": slider(widgets.IntSlider, workers, 2, 12, description="workers"),
+            "servers": slider(widgets.IntSlider, servers, 1, 8, description="servers"),
+            "sharding": widgets.ToggleButtons(options=["range", "hash"], value=sharding, description="sharding",
+                                              style=STYLE),
+            "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth, description="bandwidth"),
+            "mode": widgets.ToggleButtons(options=["bsp", "ssp", "async"], value=mode, description="consistency",
+                                          style=STYLE),
+            "staleness": slider(widgets.IntSlider, staleness, 0, 8, description="staleness bound s"),
+            "stragglers": slider(widgets.IntSlider, stragglers, 0, 4, description="stragglers / step"),
+            "slowdown": slider(widgets.FloatSlider, value=slowdown, min=1.0, max=8.0, step=0.5,
+                               description="straggler slowdown"),
+        }
+        # the staleness bound applies to SSP only: greyed out otherwise
+        controls["mode"].observe(lambda change: self._enable(change["new"]), names="value")
+        self.controls = controls
+        self._enable(mode)
+        super().__init__(controls)
+
+    def _enable(self, mode):
+        self.controls["staleness"].disabled = mode != "ssp"
 
     def _allreduce(self, workers, bandwidth, stragglers, slowdown):
         from ..ps.baseline import run_allreduce
@@ -99,34 +104,27 @@ class PSPanel:
                                              eval_every=max(1, self.steps // 8))
         return self._cache[key]
 
-    def update(self, workers, servers, sharding, bandwidth, mode, staleness, stragglers, slowdown):
+    def render(self, workers, servers, sharding, bandwidth, mode, staleness, stragglers, slowdown):
         from ..ps import run_ps
-        try:
-            r = run_ps(workers=workers, servers=servers, sharding=sharding, bandwidth=bandwidth, mode=mode,
-                       staleness=staleness, stragglers=min(stragglers, workers), slowdown=slowdown, steps=self.steps,
-                       partition_bytes=self.partition_bytes, eval_every=max(1, self.steps // 8))
-            ar = self._allreduce(workers, bandwidth, stragglers, slowdown)
-        except (ValueError, MemoryError) as exc:
-            print(f"cannot run this setting: {exc}")
-            return
+        r = run_ps(workers=workers, servers=servers, sharding=sharding, bandwidth=bandwidth, mode=mode,
+                   staleness=staleness, stragglers=min(stragglers, workers), slowdown=slowdown, steps=self.steps,
+                   partition_bytes=self.partition_bytes, eval_every=max(1, self.steps // 8))
+        ar = self._allreduce(workers, bandwidth, stragglers, slowdown)
         self.last, self.baseline = r, ar
         hot = max(r.server_bytes) / sum(r.server_bytes)
         winner = "parameter servers" if r.step_s < ar["step_s"] else "ring all-reduce"
-        print(f"{workers} workers + {servers} servers ({sharding}, {mode}{f' s={staleness}' if mode == 'ssp' else ''}), "
-              f"{fmt_bytes(r.setup['model_bytes'])} model over {bandwidth}:")
-        print(f"  PS step {fmt_time(r.step_s)} (push/pull {fmt_time(r.comm_s)}), accuracy {r.accuracy:.3f};  "
-              f"ring all-reduce on {workers} ranks: step {fmt_time(ar['step_s'])}, accuracy {ar['accuracy']:.3f}"
-              f"  -> faster: {winner}")
-        print(f"  hottest server carries {hot:.0%} of the server bytes (even split: {1 / servers:.0%})"
-              + (f"; at most {r.max_gap} step(s) ahead of the slowest" if mode == "ssp" else ""))
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+        text = "\n".join([
+            f"{workers} workers + {servers} servers ({sharding}, {mode}{f' s={staleness}' if mode == 'ssp' else ''}), "
+            f"{fmt_bytes(r.setup['model_bytes'])} model over {bandwidth}:",
+            f"  PS step {fmt_time(r.step_s)} (push/pull {fmt_time(r.comm_s)}), accuracy {r.accuracy:.3f}",
+            f"  ring all-reduce on {workers} ranks: step {fmt_time(ar['step_s'])}, accuracy {ar['accuracy']:.3f}"
+            f"  -> faster: {winner}",
+            f"  hottest server carries {hot:.0%} of the server bytes (even split: {1 / servers:.0%})"
+            + (f"; at most {r.max_gap} step(s) ahead of the slowest" if mode == "ssp" else "")])
+        fig = new_figure(13, 3.4)
+        axes = fig.subplots(1, 3)
         plot_servers(r, axes[0])
         plot_staleness({mode: r.staleness}, axes[1])
         plot_accuracy({f"PS {mode}": r.history, "ring all-reduce": ar["history"]}, axes[2])
         fig.tight_layout()
-        plt.show()
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        return text, fig

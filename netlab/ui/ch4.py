@@ -8,98 +8,84 @@ from 100 Mbit/s to 400 Gbit/s, with where it stops paying.
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
 from ..compress import METHODS, figures, pays
 from ..compress.training import run_training
 from ..units import fmt_bytes, fmt_time, parse_bandwidth
+from .panel import LAYOUT, STYLE, Panel, new_figure, slider
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 RATIOS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3]
 TAUS = [0.001, 0.003, 0.01, 0.03]
 
 
-class CompressPanel:
+class CompressPanel(Panel):
+    min_height = "720px"
+
     def __init__(self, method: str = "topk", error_feedback: bool = True, bandwidth: str = "1Gbit/s",
                  ranks: int = 4, steps: int = 200, max_ranks: int = 8, sweep=pays.BANDWIDTHS):
-        style = {"description_width": "110px"}
-        layout = widgets.Layout(width="460px")
-
-        def slider(options, value, description):
-            return widgets.SelectionSlider(options=options, value=value, description=description,
-                                           continuous_update=False, style=style, layout=layout)
         self.steps, self.sweep = steps, list(sweep)
+        self._baselines, self._sweeps = {}, {}
         self.controls = {
             "method": widgets.Dropdown(options=list(METHODS), value=method, description="method",
-                                       style=style, layout=layout),
-            "ratio": slider(RATIOS, 0.01, "ratio (k/d)"),
-            "rank": widgets.IntSlider(1, 1, 4, description="rank r", continuous_update=False, style=style,
-                                      layout=layout),
-            "bits": slider([2, 4, 8], 4, "bits (QSGD)"),
-            "tau": slider(TAUS, 0.01, "threshold tau"),
-            "error_feedback": widgets.Checkbox(error_feedback, description="error feedback", style=style),
-            "bandwidth": slider(BANDWIDTHS, bandwidth, "bandwidth"),
-            "ranks": widgets.IntSlider(ranks, 2, max_ranks, description="nodes", continuous_update=False,
-                                       style=style, layout=layout),
+                                       style=STYLE, layout=widgets.Layout(**LAYOUT)),
+            "ratio": slider(widgets.SelectionSlider, options=RATIOS, value=0.01, description="ratio (k/d)"),
+            "rank": slider(widgets.IntSlider, 1, 1, 4, description="rank r"),
+            "bits": slider(widgets.SelectionSlider, options=[2, 4, 8], value=4, description="bits (QSGD)"),
+            "tau": slider(widgets.SelectionSlider, options=TAUS, value=0.01, description="threshold tau"),
+            "error_feedback": widgets.Checkbox(error_feedback, description="error feedback", style=STYLE),
+            "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth,
+                                description="bandwidth"),
+            "ranks": slider(widgets.IntSlider, ranks, 2, max_ranks, description="nodes"),
         }
         self.controls["method"].observe(lambda change: self._enable(change["new"]), names="value")
         self._enable(method)
-        self._baselines, self._sweeps = {}, {}
-        self.last = None
-        self.out = widgets.interactive_output(self.update, self.controls)
-        self.out.layout.min_height = "720px"
-        self.widget = widgets.VBox([widgets.VBox(list(self.controls.values())), self.out])
+        super().__init__(self.controls)
 
     def _enable(self, method):
         knob = METHODS[method][0]
         for name in ("ratio", "rank", "bits", "tau"):
             self.controls[name].disabled = name != knob
+        self.controls["error_feedback"].disabled = method == "none"
 
     def options(self, method, ratio, rank, bits, tau) -> dict:
         knob = METHODS[method][0]
         return {} if knob is None else {knob: {"ratio": ratio, "rank": rank, "bits": bits, "tau": tau}[knob]}
 
-    def update(self, method, ratio, rank, bits, tau, error_feedback, bandwidth, ranks):
+    def render(self, method, ratio, rank, bits, tau, error_feedback, bandwidth, ranks):
         options = self.options(method, ratio, rank, bits, tau)
-        try:
-            key = (ranks, bandwidth)
-            if key not in self._baselines:
-                self._baselines[key] = run_training("none", ranks=ranks, steps=self.steps, bandwidth=bandwidth)
-            base = self._baselines[key]
-            r = base if method == "none" else run_training(method, ranks=ranks, steps=self.steps, bandwidth=bandwidth,
-                                                           error_feedback=error_feedback, **options)
-            spec = (method, options, error_feedback)
-            sweep_key = (ranks, method, tuple(sorted(options.items())), error_feedback)
-            if sweep_key not in self._sweeps:
-                self._sweeps[sweep_key] = pays.step_times(["none", spec] if method != "none" else ["none"],
-                                                          self.sweep, ranks=ranks)
-            rows = self._sweeps[sweep_key]
-        except (ValueError, MemoryError) as exc:
-            print(f"cannot run this setting: {exc}")
-            return
+        key = (ranks, bandwidth)
+        if key not in self._baselines:
+            self._baselines[key] = run_training("none", ranks=ranks, steps=self.steps, bandwidth=bandwidth)
+        base = self._baselines[key]
+        r = base if method == "none" else run_training(method, ranks=ranks, steps=self.steps, bandwidth=bandwidth,
+                                                       error_feedback=error_feedback, **options)
+        spec = (method, options, error_feedback)
+        sweep_key = (ranks, method, tuple(sorted(options.items())), error_feedback)
+        if sweep_key not in self._sweeps:
+            self._sweeps[sweep_key] = pays.step_times(["none", spec] if method != "none" else ["none"],
+                                                      self.sweep, ranks=ranks)
+        rows = self._sweeps[sweep_key]
         self.last = {"result": r, "baseline": base, "rows": rows}
         ef = " + error feedback" if error_feedback and method != "none" else ""
-        print(f"{pays.label(method, options)}{ef} on {ranks} nodes over {bandwidth}:")
-        print(f"  payload {fmt_bytes(r.payload_bytes)} per rank per step ({r.compression_ratio:.1f}x smaller than "
-              f"fp32's {fmt_bytes(r.dense_bytes)}); on the wire {fmt_bytes(r.bytes_per_step)} sent per rank per step "
-              f"(fp32: {fmt_bytes(base.bytes_per_step)})")
-        print(f"  step {fmt_time(r.step_s)} vs fp32 {fmt_time(base.step_s)} "
-              f"({'faster' if r.step_s < base.step_s else 'slower'}: x{base.step_s / r.step_s:.2f});"
-              f" compressing costs {fmt_time(r.encode_s)} + {fmt_time(r.decode_s)} per decoded payload")
-        verdict = f"   DIVERGED at step {r.diverged}" if r.diverged is not None else ""
-        print(f"  test accuracy after {self.steps} steps: {r.final_accuracy:.3f} (fp32 {base.final_accuracy:.3f}){verdict}")
+        lines = [
+            f"{pays.label(method, options)}{ef} on {ranks} nodes over {bandwidth}:",
+            f"  payload {fmt_bytes(r.payload_bytes)} per rank per step, {r.compression_ratio:.1f}x smaller than "
+            f"fp32's {fmt_bytes(r.dense_bytes)}",
+            f"  on the wire {fmt_bytes(r.bytes_per_step)} sent per rank per step (fp32: "
+            f"{fmt_bytes(base.bytes_per_step)})",
+            f"  step {fmt_time(r.step_s)} vs fp32 {fmt_time(base.step_s)} "
+            f"({'faster' if r.step_s < base.step_s else 'slower'}: x{base.step_s / r.step_s:.2f})",
+            f"  compressing costs {fmt_time(r.encode_s)} + {fmt_time(r.decode_s)} per decoded payload",
+            f"  test accuracy after {self.steps} steps: {r.final_accuracy:.3f} (fp32 {base.final_accuracy:.3f})"
+            + (f"   DIVERGED at step {r.diverged}" if r.diverged is not None else "")]
         if method != "none":
             cross = pays.crossover(rows, pays.label(method, options))
-            print(f"  compression stops paying above {pays.bandwidth_label(cross)}" if cross else
-                  "  no crossover between 100 Mbit/s and 400 Gbit/s")
-        fig = plt.figure(figsize=(10, 7))
+            lines.append(f"  compression stops paying above {pays.bandwidth_label(cross)}" if cross else
+                         "  no crossover between 100 Mbit/s and 400 Gbit/s")
+        fig = new_figure(10, 7)
         grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
         figures.accuracy_curves([] if method == "none" else [r], base,
                                 axes=[fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])])
         figures.step_time_vs_bandwidth(rows, ax=fig.add_subplot(grid[1, :]), mark=parse_bandwidth(bandwidth))
-        plt.show()
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        return "\n".join(lines), fig

@@ -15,6 +15,7 @@ from .. import sim
 from ..net import draw, fabrics
 from ..net.topology import Host
 from ..units import fmt_bytes, fmt_time, parse_bytes
+from .panel import Panel, new_figure, slider
 
 ALGOS = [("flat ring", "ring"), ("hierarchical (leader per server)", "hierarchical"),
          ("hierarchical (rails)", "hierarchical_rail"), ("tree", "tree")]
@@ -53,64 +54,60 @@ def describe(r) -> str:
             f"steps limited by: {pace}; simulated in {r.wall_s:.2f} s")
 
 
-class FabricPanel:
+class FabricPanel(Panel):
     """Widgets for the fabric explorer; ``last`` keeps the latest SimResult (headless-testable)."""
+
+    min_height = "470px"
 
     def __init__(self, fabric: str = "fat-tree", k: int = 8, ratio: float = 1, gpus: int = 1, nics: str = "rail",
                  placement: str = "ordered", routing: str = "ecmp", algo: str = "ring", ranks: int = 128,
                  size: str = "64M", seed: int = 0, max_ranks: int = 4096):
-        style = {"description_width": "120px"}
-        layout = widgets.Layout(width="440px")
+        style, layout = {"description_width": "120px"}, {"width": "440px"}
         self.controls = {
             "fabric": widgets.ToggleButtons(options=["fat-tree", "spine-leaf"], value=fabric, description="fabric",
                                             style=style),
-            "k": widgets.SelectionSlider(options=[4, 8, 16, 32], value=k, description="fat-tree k",
-                                         continuous_update=False, style=style, layout=layout),
-            "ratio": widgets.SelectionSlider(options=[1, 2, 4, 8], value=ratio, description="spine-leaf ratio :1",
-                                             continuous_update=False, style=style, layout=layout),
-            "gpus": widgets.SelectionSlider(options=[1, 2, 4, 8], value=gpus, description="GPUs per server",
-                                            continuous_update=False, style=style, layout=layout),
-            "nics": widgets.Dropdown(options=NICS, value=nics, description="NICs", style=style, layout=layout),
+            "k": slider(widgets.SelectionSlider, options=[4, 8, 16, 32], value=k, description="fat-tree k"),
+            "ratio": slider(widgets.SelectionSlider, options=[1, 2, 4, 8], value=ratio,
+                            description="spine-leaf ratio :1"),
+            "gpus": slider(widgets.SelectionSlider, options=[1, 2, 4, 8], value=gpus, description="GPUs per server"),
+            "nics": widgets.Dropdown(options=NICS, value=nics, description="NICs", style=style,
+                                     layout=widgets.Layout(**layout)),
             "placement": widgets.ToggleButtons(options=["ordered", "shuffled"], value=placement,
                                                description="placement", style=style),
             "routing": widgets.ToggleButtons(options=["ecmp", "adaptive", "spray"], value=routing,
                                              description="routing", style=style),
-            "algo": widgets.Dropdown(options=ALGOS, value=algo, description="algorithm", style=style, layout=layout),
-            "ranks": widgets.SelectionSlider(options=[r for r in RANKS if r <= max_ranks], value=ranks,
-                                             description="ranks", continuous_update=False, style=style, layout=layout),
-            "size": widgets.SelectionSlider(options=SIZES, value=size, description="all-reduce size",
-                                            continuous_update=False, style=style, layout=layout),
-            "seed": widgets.IntSlider(seed, 0, 19, description="seed (shuffle, hash)", continuous_update=False,
-                                      style=style, layout=layout),
+            "algo": widgets.Dropdown(options=ALGOS, value=algo, description="algorithm", style=style,
+                                     layout=widgets.Layout(**layout)),
+            "ranks": slider(widgets.SelectionSlider, options=[r for r in RANKS if r <= max_ranks], value=ranks,
+                            description="ranks"),
+            "size": slider(widgets.SelectionSlider, options=SIZES, value=size, description="all-reduce size"),
+            "seed": slider(widgets.IntSlider, seed, 0, 19, description="seed (shuffle, hash)"),
         }
-        self.last = None
-        self.out = widgets.interactive_output(self.update, self.controls)
-        self.out.layout.min_height = "470px"
+        for name in ("k", "ratio", "ranks", "size", "seed", "gpus"):
+            self.controls[name].layout.width = layout["width"]
+            self.controls[name].style = style
+        # fat-tree k means nothing to a spine-leaf fabric and the ratio nothing to a fat-tree
+        self.controls["fabric"].observe(lambda change: self._enable(change["new"]), names="value")
+        self._enable(fabric)
         left = widgets.VBox([self.controls[n] for n in ("fabric", "k", "ratio", "gpus", "nics", "placement")])
         right = widgets.VBox([self.controls[n] for n in ("routing", "algo", "ranks", "size", "seed")])
-        self.widget = widgets.VBox([widgets.HBox([left, right]), self.out])
+        super().__init__(self.controls, layout=widgets.HBox([left, right]))
+
+    def _enable(self, fabric):
+        self.controls["k"].disabled = fabric != "fat-tree"
+        self.controls["ratio"].disabled = fabric != "spine-leaf"
 
     def run(self, fabric, k, ratio, gpus, nics, placement, routing, algo, ranks, size, seed):
         topo = build(fabric, k, float(ratio), gpus, nics, ranks)
         return sim.simulate(topo, "allreduce", algo, parse_bytes(size, "size"), ranks, placement=placement,
                             routing=routing, seed=seed)
 
-    def update(self, **setting):
-        try:
-            r = self.run(**setting)
-        except ValueError as exc:
-            print(f"cannot run this setting: {exc}")
-            return
+    def render(self, **setting):
+        r = self.run(**setting)
         self.last = r
-        print(describe(r))
-        fig, ax = plt.subplots(figsize=(10, 4.2))
-        draw.draw(r.topology, r.utilization, ax=ax, highlight=r.bottleneck)
-        plt.show()
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        fig = new_figure(10, 4.2)
+        draw.draw(r.topology, r.utilization, ax=fig.subplots(), highlight=r.bottleneck)
+        return describe(r), fig
 
 
 def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):

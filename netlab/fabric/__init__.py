@@ -1,0 +1,16 @@
+"""netlab.fabric: switches with buffers, ECN and PFC, and per-flow transports (chapter 6).
+
+Two models, one vocabulary:
+  * a packet-level discrete-event fabric (``engine``, ``switch``, ``transport``, ``scenarios``):
+    Reno, Cubic, DCTCP, DCQCN and an ideal sender over drop-tail / ECN / PFC ports; every drop,
+    mark, pause, window and rate is recorded;
+  * DCQCN's fluid model (``fluid``, Zhu et al. CoNEXT'16) for its stability at 40 Gbit/s;
+and the closed forms they are checked against (``theory``).
+"""
+from .engine import Fabric, Flow
+from .scenarios import Run, incast, long_flows, rates, victim
+from .switch import ECN, MTU, PFC, Port, Switch, pfc_headroom
+from .transport import RTO_MIN, TRANSPORTS
+
+__all__ = ["ECN", "MTU", "PFC", "RTO_MIN", "TRANSPORTS", "Fabric", "Flow", "Port", "Run", "Switch",
+           "incast", "long_flows", "pfc_headroom", "rates", "victim"]

@@ -1,0 +1,146 @@
+"""The packet-level discrete-event fabric: a clock, an event queue, ports, flows and their receivers.
+
+Why packets and not a fluid: what this chapter teaches happens to individual packets. Incast
+collapse is a tail drop that leaves a sender too few duplicate ACKs for fast retransmit, so it waits
+out RTOmin; PFC pauses one port after the packet on the wire; DCTCP reacts to the fraction of marked
+packets. A per-RTT fluid model would have to assume each of those. Packets cost events: a 16-sender
+incast of 256 KB each is about 2,800 packets and 11,000 events, resolved in about 0.1 s of wall time
+(``benchmarks/congestion_speed.py`` prints it). At 40 Gbit/s and tens of milliseconds that is too
+many events, which is why DCQCN's stability is studied on its published fluid model (``fluid.py``).
+
+The event loop is a heap of (time, sequence, callable, argument); the sequence breaks ties in the
+order events were scheduled, so a run is deterministic: its random sources (ECN marking between
+Kmin and Kmax, and a host's timing noise of up to half a packet time per send, which breaks the
+phase lock-out that perfectly regular senders suffer at a drop-tail queue) come from a seeded
+``random.Random``. Senders keep at most two packets queued in their NIC (Linux's TCP small
+queues); the rest of a window waits in the sender until the NIC drains.
+
+ACKs, CNPs and PAUSE frames are not queued: they take the path's propagation delay back (plus an
+optional extra feedback delay), as control traffic in a higher priority would. The receiver ACKs
+every packet (no delayed ACK) with the cumulative sequence it expects next, the packet it got
+(one SACK block) and its CE bit.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+
+from .switch import MTU, Packet, Port, Switch
+
+
+class Flow:
+    """``size`` bytes from a sender to a receiver along ``path`` (the Ports it crosses, NIC first)."""
+
+    def __init__(self, fabric, name: str, path: list, size: int, start: float = 0.0, mss: int = MTU,
+                 prio: int = 0, feedback_delay: float = 0.0, on_done=None):
+        if size <= 0:
+            raise ValueError(f"block: must be greater than zero bytes, got {size!r}")
+        self.fabric, self.name, self.path, self.size, self.start = fabric, name, path, size, start
+        self.mss, self.prio, self.on_done = mss, prio, on_done
+        self.npkts = -(-size // mss)
+        self.ack_delay = sum(p.delay for p in path) + feedback_delay        # s, ACK/CNP back to the sender
+        self.base_rtt = 2 * sum(p.delay for p in path) + sum(mss / p.rate for p in path) + feedback_delay
+        self.drops = 0
+        self.done_at = None                 # s, when the receiver had every byte
+        self.expected = 0                   # receiver: next in-order packet
+        self._ooo = set()                   # receiver: packets received beyond a gap
+        self.last_cnp = -math.inf           # receiver (DCQCN's NP): when the last CNP left
+        self.cnp_interval = 50e-6
+        self.rx_t, self.rx_bytes = [start], [0]   # in-order bytes delivered over time
+        self.sender = None
+
+    def packet_size(self, seq: int) -> int:
+        return self.mss if seq < self.npkts - 1 else self.size - self.mss * (self.npkts - 1)
+
+    def receive(self, pkt: Packet) -> None:
+        fab = self.fabric
+        seq = pkt.seq
+        if seq == self.expected:
+            self.expected += 1
+            while self.expected in self._ooo:
+                self._ooo.remove(self.expected)
+                self.expected += 1
+            delivered = min(self.size, self.expected * self.mss)
+            self.rx_t.append(fab.now)
+            self.rx_bytes.append(delivered)
+            if self.expected == self.npkts and self.done_at is None:
+                self.done_at = fab.now
+                if self.on_done is not None:
+                    self.on_done(self)
+        elif seq > self.expected:
+            self._ooo.add(seq)
+        sender = self.sender
+        if sender.rate_based and pkt.ce and fab.now - self.last_cnp >= self.cnp_interval:
+            self.last_cnp = fab.now
+            fab.schedule(fab.now + self.ack_delay, sender.on_cnp, None)
+        fab.schedule(fab.now + self.ack_delay, sender.on_ack, (self.expected, pkt.ce, pkt.sent_at, seq))
+
+    @property
+    def fct(self) -> float | None:
+        return None if self.done_at is None else self.done_at - self.start
+
+    def summary(self) -> dict:
+        s = self.sender
+        return {"flow": self.name, "bytes": self.size, "fct_s": self.fct, "drops": self.drops,
+                "retransmissions": s.retransmissions, "timeouts": s.timeouts,
+                "fast_retransmits": getattr(s, "fast_retransmits", 0)}
+
+
+class Fabric:
+    """Clock + event queue + the ports, switches and flows of one experiment."""
+
+    def __init__(self, seed: int = 0, jitter: float = 0.5):
+        self.now = 0.0                      # s, virtual time
+        self.jitter = jitter                # host NICs add U(0, jitter) x one packet time to each send
+        self._heap = []
+        self._seq = itertools.count()
+        self.rng = random.Random(seed)
+        self.ports: dict[str, Port] = {}
+        self.switches: dict[str, Switch] = {}
+        self.flows: list[Flow] = []
+        self.events = 0
+
+    def schedule(self, t: float, fn, arg=None) -> None:
+        heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
+
+    def switch(self, name: str, **kw) -> Switch:
+        sw = self.switches[name] = Switch(name, **kw)
+        return sw
+
+    def port(self, name: str, rate: float, delay: float, buffer=None, ecn=None, switch: Switch | None = None) -> Port:
+        p = self.ports[name] = Port(self, name, rate, delay, buffer, ecn, switch)
+        return p
+
+    def arrive(self, pkt: Packet) -> None:
+        """A packet reaches the end of a link: the next port's queue, or its receiver."""
+        pkt.hop += 1
+        path = pkt.flow.path
+        if pkt.hop < len(path):
+            path[pkt.hop].enqueue(pkt)
+        else:
+            pkt.flow.receive(pkt)
+
+    def add_flow(self, flow: Flow, transport) -> Flow:
+        flow.sender = transport
+        self.flows.append(flow)
+        self.schedule(flow.start, transport.begin, None)
+        return flow
+
+    def run(self, until: float = math.inf, stop=None) -> float:
+        """Process events up to virtual time ``until`` (or until ``stop()`` is true); returns the clock."""
+        heap, pop = self._heap, heapq.heappop
+        n = 0
+        while heap and heap[0][0] <= until:
+            t, _, fn, arg = pop(heap)
+            self.now = t
+            fn(arg)
+            n += 1
+            if stop is not None and (n & 255) == 0 and stop():
+                break
+        else:
+            if until != math.inf:
+                self.now = max(self.now, until)
+        self.events += n
+        return self.now

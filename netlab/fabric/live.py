@@ -1,0 +1,354 @@
+"""Real ranks on a congestion-aware fabric: one coordinator that sees every message in virtual time.
+
+``netlab.network("10Gbit/s", "10us", congestion=Congestion("reno", buffer="64K"))`` puts a switch
+between the ranks: every rank's NIC feeds one switch whose port toward each rank has a buffer in
+bytes (drop-tail, optional ECN marking, optional PFC), and each message is a flow of packets
+driven by a transport (Reno, Cubic, DCTCP, DCQCN or an ideal paced sender: ``netlab.fabric``'s
+packet-level engine). Tensors still move through gloo; only their timing comes from here.
+
+Why a coordinator, and how it stays exact (conservative discrete-event simulation, Chandy-Misra
+style without null messages). A message's time depends on every other message that shares a
+queue with it, so no rank can time its own messages; the launcher runs a ``Coordinator`` thread
+that every rank reports to over a private Unix socket:
+  * a send is reported when it is posted, with the sender's clock (its start time);
+  * a wait is reported *before* the rank blocks, with its clock: from then on the rank cannot send
+    until that message completes, so it does not hold the simulation back;
+  * a rank that is running (computing, or between calls) may still send at its last reported
+    clock or later, so the fabric only processes events strictly earlier than the smallest such
+    clock. Flows are injected in a canonical order (start, src, dst, seq), so the answer is the
+    same whichever rank's report reaches the coordinator first: deterministic on any machine.
+A program that waits for data outside ``comm.wait`` (the parameter server's arrival-order logic
+uses ``Request.arrive``) cannot be timed this way, and is refused with a clear error.
+
+The ideal transport with unlimited buffers and no ECN/PFC is today's port model (each NIC port
+serves messages in the order its program posts them, alpha + n/B each): the coordinator books the
+same ports in the same order, so chapters 1-5 give exactly the same times (tested).
+
+Left out on purpose: more than one rank per host (intra-host links) and multi-switch topologies on
+real ranks (the flow simulator's job); per-message cost is two local socket messages per side.
+"""
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+import os
+import secrets
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Client, Listener, wait
+
+from ..net.port import Port
+from ..units import parse_bytes, parse_time
+
+
+@dataclass(frozen=True)
+class Congestion:
+    """What sits between the ranks' NICs: a switch with a buffer per port, and a transport per flow.
+
+    transport: 'ideal' (paced at line rate; with no buffer, ECN or PFC it is today's port model),
+               'reno', 'cubic', 'dctcp' or 'dcqcn'.
+    buffer:    bytes per switch output port (e.g. '64K'); None: unlimited.
+    ecn:       ``netlab.fabric.ECN`` marking thresholds; pfc: ``netlab.fabric.PFC``.
+    rto_min:   the TCP retransmission timeout's floor (Linux: 200 ms).
+    window:    bytes a TCP receiver advertises (caps a window); None: unlimited.
+    """
+    transport: str = "ideal"
+    buffer: float | None = None
+    ecn: object = None
+    pfc: object = None
+    rto_min: float = 0.2
+    window: float | None = 64 * 1024
+    seed: int = 0
+    address: str = ""           # set by the launcher for one run
+    authkey: bytes = b""
+
+    def __post_init__(self):
+        from .transport import TRANSPORTS
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"transport: must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
+        if self.buffer is not None:
+            object.__setattr__(self, "buffer", parse_bytes(self.buffer, "buffer"))
+            if self.buffer < 1500 and self.pfc is None:
+                raise ValueError(f"buffer: must hold at least one 1500-byte packet, got {self.buffer!r}")
+        object.__setattr__(self, "rto_min", parse_time(self.rto_min, "rto_min"))
+        if not self.rto_min > 0:
+            raise ValueError(f"rto_min: must be greater than zero, got {self.rto_min!r}")
+        if self.window is not None and not self.window >= 1500:
+            raise ValueError(f"window: must be at least one 1500-byte packet, got {self.window!r}")
+
+    @property
+    def ports_only(self) -> bool:
+        """True when this is today's model: an ideal sender, unlimited buffers, no ECN or PFC."""
+        return self.transport == "ideal" and self.buffer is None and self.ecn is None and self.pfc is None
+
+    def describe(self) -> str:
+        if self.ports_only:
+            return "ideal transport, unlimited buffers"
+        parts = [self.transport, f"buffer {'unlimited' if self.buffer is None else f'{self.buffer:,.0f} B'}"]
+        if self.ecn is not None:
+            parts.append(f"ECN Kmin {self.ecn.kmin:,.0f} B Kmax {self.ecn.kmax:,.0f} B Pmax {self.ecn.pmax:g}")
+        if self.pfc is not None:
+            parts.append(f"PFC Xoff {self.pfc.xoff:,.0f} B")
+        if self.transport in ("reno", "cubic", "dctcp"):
+            parts.append(f"RTOmin {self.rto_min * 1e3:g} ms")
+        return ", ".join(parts)
+
+
+# ---- the rank's side ------------------------------------------------------------------------------
+class FabricClient:
+    """A rank's line to the coordinator: report sends, report a wait, then read its answer."""
+
+    def __init__(self, congestion: Congestion, rank: int):
+        self.conn = Client(congestion.address, "AF_UNIX", authkey=congestion.authkey)
+        self.conn.send(("hello", rank))
+
+    def send(self, dst: int, seq: int, start: float, nbytes: int) -> None:
+        self.conn.send(("send", dst, seq, start, nbytes))
+
+    def post_wait(self, kind: str, peer: int, seq: int, clock: float) -> None:
+        self.conn.send(("wait", kind, peer, seq, clock))
+
+    def answer(self) -> tuple[float, float]:
+        """(begin, end) of the message waited for, in virtual seconds."""
+        reply = self.conn.recv()
+        if isinstance(reply, str):
+            raise RuntimeError(reply)
+        return reply
+
+    def restart(self) -> None:
+        self.conn.send(("restart",))
+
+    def close(self) -> None:
+        try:
+            self.conn.send(("done",))
+            self.conn.close()
+        except OSError:
+            pass
+
+
+# ---- the launcher's side ---------------------------------------------------------------------------
+@dataclass
+class _Message:
+    start: float                 # the sender's clock when it posted the send
+    nbytes: int
+    begin: float | None = None   # the port model: when the sender's port took it
+    end: float | None = None     # when it was complete (ports: the sender's port; fabric: delivered)
+
+
+class Coordinator:
+    """Times every message of one run on real ranks; ``start()``, give ranks ``congestion``, ``close()``."""
+
+    def __init__(self, ranks: int, network, directory: str):
+        self.ranks, self.network = ranks, network
+        self.spec: Congestion = network.congestion
+        if network.ranks_per_host != 1:
+            raise ValueError("congestion: one rank per host only on real ranks (intra-host links are not "
+                             "modelled by the switch fabric)")
+        key = secrets.token_bytes(16)
+        self.address = os.path.join(directory, f"fabric-{secrets.token_hex(4)}")
+        self._listener = Listener(self.address, "AF_UNIX", authkey=key)
+        self.congestion = dataclasses.replace(self.spec, address=self.address, authkey=key)
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._reset()
+        self._thread = threading.Thread(target=self._serve, name="netlab-fabric", daemon=True)
+
+    # -- the model --------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        n = self.ranks
+        self.lb = [0.0] * n                          # a lower bound on each running rank's next send time
+        self.state = ["run"] * n                     # run | blocked | done
+        self.waiting: list = [None] * n              # (kind, key) a blocked rank waits for
+        self.messages: dict[tuple, _Message] = {}    # (src, dst, seq) -> message
+        self.pending: list[tuple] = []               # packet mode: sends not yet injected
+        self.epoch = [0] * n
+        self.deferred: list[tuple] = []              # reports from ranks already in the next epoch
+        link = self.network.nic
+        if self.spec.ports_only:
+            self.out_ports = [Port() for _ in range(n)]
+            self.in_ports = [Port() for _ in range(n)]
+            self.fabric = None
+        else:
+            from .engine import Fabric
+            from .switch import Switch  # noqa: F401  (the switch is built by Fabric.switch)
+            self.fabric = Fabric(seed=self.spec.seed)
+            sw = self.fabric.switch("switch", pfc=self.spec.pfc)
+            hop = link.latency / 2                   # two links: a rank's one-way latency is alpha
+            self.nics = [self.fabric.port(f"rank{r}.nic", link.bandwidth, hop) for r in range(n)]
+            self.downs = [self.fabric.port(f"switch->rank{r}", link.bandwidth, hop, self.spec.buffer,
+                                           self.spec.ecn, sw) for r in range(n)]
+            if self.spec.pfc is not None:
+                self.spec.pfc.check(self.spec.buffer, link.bandwidth, hop)
+            self.flows = []
+
+    # -- serving ---------------------------------------------------------------------------------
+    def start(self) -> "Coordinator":
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            self._listener.close()
+        except OSError:
+            pass
+        self._thread.join(timeout=5)
+        try:
+            os.unlink(self.address)
+        except OSError:
+            pass
+
+    def _serve(self) -> None:
+        conns = {}
+        try:
+            while len(conns) < self.ranks and not self._stop.is_set():
+                conn = self._listener.accept()
+                kind, rank = conn.recv()
+                conns[rank] = conn
+            self.conns = conns
+            by_conn = {c: r for r, c in conns.items()}
+            while not self._stop.is_set() and any(s != "done" for s in self.state):
+                for conn in wait(list(conns.values()), timeout=0.2):
+                    try:
+                        message = conn.recv()
+                    except (EOFError, OSError):
+                        self._report(by_conn[conn], ("done",))
+                        conns.pop(by_conn[conn])
+                        continue
+                    self._report(by_conn[conn], message)
+                self._advance()
+        except (OSError, EOFError):
+            pass                                     # closed by the launcher (a failed or interrupted run)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the ranks and the launcher
+            self.error = exc
+            for conn in conns.values():
+                try:
+                    conn.send(f"the congestion fabric failed: {type(exc).__name__}: {exc}")
+                except OSError:
+                    pass
+
+    def _report(self, rank: int, message: tuple) -> None:
+        kind = message[0]
+        if kind == "restart":
+            self.epoch[rank] += 1
+            if all(e == self.epoch[rank] for e in self.epoch):          # everyone is in the new epoch
+                deferred, epochs = self.deferred, self.epoch
+                self._reset()
+                self.epoch = epochs
+                for r, m in deferred:
+                    self._report(r, m)
+            else:
+                self.state[rank], self.lb[rank] = "blocked", math.inf     # sends nothing until the others restart
+            return
+        if self.epoch[rank] > min(self.epoch):
+            self.deferred.append((rank, message))
+            return
+        if kind == "done":
+            self.state[rank], self.lb[rank] = "done", math.inf
+        elif kind == "send":
+            _, dst, seq, start, nbytes = message
+            self.lb[rank] = max(self.lb[rank], start)
+            msg = self.messages[(rank, dst, seq)] = _Message(start, nbytes)
+            if self.fabric is None:                                       # today's model: the sender's port
+                duration = self.network.nic.time(nbytes)
+                msg.begin = self.out_ports[rank].reserve(start, duration)
+                msg.end = msg.begin + duration
+            else:
+                self.pending.append((start, rank, dst, seq))
+        elif kind == "wait":
+            _, what, peer, seq, clock = message
+            self.lb[rank] = max(self.lb[rank], clock)
+            key = (rank, peer, seq) if what == "send" else (peer, rank, seq)
+            self.state[rank], self.waiting[rank] = "blocked", (what, key)
+
+    def _answer(self) -> bool:
+        """Reply to every blocked rank whose message is timed; True if any was."""
+        answered = False
+        for rank, waiting in enumerate(self.waiting):
+            if waiting is None:
+                continue
+            what, key = waiting
+            msg = self.messages.get(key)
+            if msg is None:
+                continue
+            if self.fabric is None and what == "recv":                   # the receiver's port, in its wait order
+                if msg.begin is None:
+                    continue
+                duration = self.network.nic.time(msg.nbytes)
+                begin = self.in_ports[rank].reserve(msg.begin, duration)
+                reply = (begin, begin + duration)
+            elif self.fabric is None:
+                reply = (msg.begin, msg.end)
+            elif msg.end is None:
+                continue
+            else:
+                reply = (msg.start, msg.end)
+            self.waiting[rank], self.state[rank] = None, "run"
+            self.lb[rank] = max(self.lb[rank], reply[1])
+            self.conns[rank].send(reply)
+            answered = True
+        return answered
+
+    def _advance(self) -> None:
+        """Answer what can be answered, simulating the fabric only as far as no rank can still send."""
+        while True:
+            self._answer()
+            if self.fabric is None:
+                return
+            bound = min((lb for lb, s in zip(self.lb, self.state) if s == "run"), default=math.inf)
+            next_start = min((p[0] for p in self.pending), default=math.inf)
+            limit = min(bound, next_start)
+            if self._simulate_before(limit):
+                continue                                                  # a message completed: answer it
+            if next_start < bound and next_start != math.inf:
+                # every event before next_start is done: inject its flows, in a canonical order, now
+                now = sorted(p for p in self.pending if p[0] == next_start)
+                self.pending = [p for p in self.pending if p[0] != next_start]
+                for start, src, dst, seq in now:
+                    self._inject(start, src, dst, seq)
+                continue
+            return
+
+    def _simulate_before(self, limit: float) -> bool:
+        """Process events earlier than `limit`; stop right after a message completes (True if one did)."""
+        fab, heap, pop = self.fabric, self.fabric._heap, heapq.heappop
+        self._completed = False
+        n = 0
+        while heap and heap[0][0] < limit and not self._completed:
+            t, _, fn, arg = pop(heap)
+            fab.now = t
+            fn(arg)
+            n += 1
+        fab.events += n
+        return self._completed
+
+    def _inject(self, start, src, dst, seq) -> None:
+        from . import transport as tp
+        from .engine import Flow
+        msg = self.messages[(src, dst, seq)]
+
+        def done(flow, msg=msg):
+            msg.end = flow.done_at
+            self._completed = True
+
+        flow = Flow(self.fabric, f"{src}->{dst}#{seq}", [self.nics[src], self.downs[dst]], max(msg.nbytes, 1),
+                    start, on_done=done)
+        options = {}
+        if self.spec.window is not None and not tp.TRANSPORTS[self.spec.transport].rate_based:
+            options["max_window"] = self.spec.window
+        self.fabric.add_flow(flow, tp.make(self.spec.transport, flow, self.spec.rto_min, **options))
+        self.flows.append(flow)
+
+    # -- what a run observed -----------------------------------------------------------------------
+    def summary(self) -> dict:
+        """Drops, ECN marks, pause time, timeouts and retransmissions over the run (fabric runs)."""
+        if self.fabric is None:
+            return {"model": "ports"}
+        ports = self.fabric.ports.values()
+        senders = [f.sender for f in self.flows if f.sender is not None]
+        return {"model": "fabric", "drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
+                "pause_s": sum(p.paused_seconds() for p in ports),
+                "timeouts": sum(s.timeouts for s in senders),
+                "retransmissions": sum(s.retransmissions for s in senders),
+                "flows": len(self.flows), "events": self.fabric.events}

@@ -1,0 +1,223 @@
+"""The chapter's experiments on the packet fabric: incast rounds, long flows through one port, a PFC victim.
+
+* ``incast``: the barrier-synchronized read of Phanishayee et al. (FAST'08) and Vasudevan et al.
+  (SIGCOMM'09), and a parameter server's push: N senders each send a block to one receiver through
+  one switch port; a round ends when the receiver has every block, and the next round starts then.
+  Optional background traffic from another job shares the receiver's port (Poisson arrivals, seeded).
+* ``long_flows``: N long-lived flows through one bottleneck port, for DCTCP's queue sawtooth
+  (SIGCOMM'10 section 3.3) and loss-based TCP filling the buffer.
+* ``victim``: the DCQCN-validation scenario (H1->R1 and H2->R2 cross the link S1->S2; hosts on S2
+  send an incast to R2): with PFC the pause of S1->S2 stops H1->R1, which never goes near R2.
+
+Defaults: 1500-byte packets, 25 us per link, so a 2-link path has a base RTT of 100 us plus
+serialization (Vasudevan's SAN RTTs were 100-700 us).
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import transport as tp
+from .engine import Fabric, Flow
+from .switch import ECN, MTU, PFC, pfc_headroom
+
+LINK_DELAY = 25e-6     # s per link
+
+
+def validate(senders=1, block=1, bandwidth=1.0, buffer=None, transport="reno", rto_min=tp.RTO_MIN,
+             rounds=1, ecn=None, pfc=None, link_delay=LINK_DELAY) -> None:
+    """One clear error naming the parameter, before anything runs."""
+    if not (isinstance(senders, (int, np.integer)) and senders >= 1):
+        raise ValueError(f"senders: must be a whole number >= 1, got {senders!r}")
+    if not (isinstance(rounds, (int, np.integer)) and rounds >= 1):
+        raise ValueError(f"rounds: must be a whole number >= 1, got {rounds!r}")
+    if not block > 0:
+        raise ValueError(f"block: must be greater than zero bytes, got {block!r}")
+    if not bandwidth > 0:
+        raise ValueError(f"bandwidth: must be greater than zero, got {bandwidth!r}")
+    if buffer is not None and not buffer >= 0:
+        raise ValueError(f"buffer: must be zero or more bytes, got {buffer!r}")
+    if buffer is not None and buffer < MTU and pfc is None:
+        raise ValueError(f"buffer: must hold at least one {MTU}-byte packet, got {buffer!r}")
+    if transport not in tp.TRANSPORTS:
+        raise ValueError(f"transport: must be one of {', '.join(tp.TRANSPORTS)}, got {transport!r}")
+    if not rto_min > 0:
+        raise ValueError(f"rto-min: must be greater than zero, got {rto_min!r}")
+    if pfc is not None:
+        pfc.check(buffer, bandwidth, link_delay)
+
+
+@dataclass
+class Run:
+    """What a fabric run observed: the fabric (ports with queue traces), its flows, round times."""
+    fabric: Fabric
+    flows: list
+    bottleneck: str
+    rounds: list = field(default_factory=list)      # s, completion time of each round
+    payload: int = 0                                 # bytes the measured flows carried
+    wall_s: float = 0.0
+
+    @property
+    def port(self):
+        return self.fabric.ports[self.bottleneck]
+
+    def queue(self, port: str | None = None):
+        """(times s, queue bytes): the port's queue as a step function."""
+        p = self.fabric.ports[port or self.bottleneck]
+        return np.asarray(p.q_t), np.asarray(p.q_bytes)
+
+    def totals(self) -> dict:
+        ports = self.fabric.ports.values()
+        flows = [f for f in self.flows if f.sender is not None]
+        return {"drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
+                "pause_s": sum(p.paused_seconds() for p in ports),
+                "timeouts": sum(f.sender.timeouts for f in flows),
+                "retransmissions": sum(f.sender.retransmissions for f in flows)}
+
+    def summary(self) -> dict:
+        total = sum(self.rounds)
+        times = np.asarray(self.rounds) if self.rounds else np.asarray([math.nan])
+        return {"goodput_Bps": self.payload / total if total else math.nan,
+                "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                                 "max": float(times.max())},
+                "rounds": len(self.rounds), **self.totals(), "events": self.fabric.events, "wall_s": self.wall_s}
+
+
+def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
+    """A flow's delivered rate (bytes/s) in ``bins`` equal intervals of [t0, t1]: (bin centres, rates)."""
+    edges = np.linspace(t0, t1, bins + 1)
+    delivered = np.interp(edges, np.asarray(flow.rx_t), np.asarray(flow.rx_bytes))
+    return (edges[:-1] + edges[1:]) / 2, np.diff(delivered) / np.diff(edges)
+
+
+def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool):
+    """hosts NICs -> one switch -> one port toward the receiver."""
+    sw = fab.switch("tor", pfc=pfc, shared_buffer=(buffer if shared else None))
+    nics = [fab.port(f"h{i}.nic", bandwidth, link_delay) for i in range(hosts)]
+    down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn, sw)
+    return nics, down
+
+
+def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 8, buffer=64 * 1024,
+           transport: str = "reno", rto_min: float = tp.RTO_MIN, rounds: int = 1, ecn: ECN | None = None,
+           pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
+           background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
+           window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None) -> Run:
+    """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
+
+    ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
+    unlimited), so N x window is what the senders can have in flight at once.
+    ``background`` is the load (0..1 of the port) of another job's flows, Poisson arrivals of
+    ``background_size`` bytes from one more host, seeded by ``seed``.
+    """
+    import time
+    validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
+    if not 0 <= background < 1:
+        raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
+    wall = time.perf_counter()
+    fab = Fabric(seed)
+    nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer)
+    run = Run(fab, [], down.name)
+    options = dict(transport_options or {})
+    if window is not None and not tp.TRANSPORTS[transport].rate_based:
+        if not window >= MTU:
+            raise ValueError(f"window: must be at least one {MTU}-byte packet, got {window!r}")
+        options.setdefault("max_window", window)
+    state = {"round": 0, "left": 0, "start": 0.0}
+
+    def start_round(_=None):
+        state["left"], state["start"] = senders, fab.now
+        for i in range(senders):
+            flow = Flow(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now, on_done=flow_done)
+            fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
+            run.flows.append(flow)
+
+    def flow_done(flow):
+        state["left"] -= 1
+        if state["left"] == 0:
+            run.rounds.append(fab.now - state["start"])
+            state["round"] += 1
+            if state["round"] < rounds:
+                start_round()
+
+    fab.schedule(0.0, start_round)
+    if background > 0:
+        rng = random.Random(seed)
+        gap = background_size / (background * bandwidth)            # s between arrivals (mean)
+
+        def arrival(_=None):
+            if state["round"] >= rounds:
+                return
+            flow = Flow(fab, f"bg{len(fab.flows)}", [nics[senders], down], background_size, fab.now)
+            fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
+            fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
+        fab.schedule(rng.expovariate(1 / gap), arrival)
+    fab.run(time_limit, stop=lambda: state["round"] >= rounds)
+    if state["round"] < rounds:
+        raise RuntimeError(f"incast: only {state['round']} of {rounds} rounds finished in {time_limit} s of virtual time")
+    run.payload = senders * block * rounds
+    run.wall_s = time.perf_counter() - wall
+    return run
+
+
+def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, buffer=None, transport: str = "dctcp",
+               ecn: ECN | None = None, duration: float = 0.02, link_delay: float = LINK_DELAY,
+               rto_min: float = tp.RTO_MIN, seed: int = 0) -> Run:
+    """n flows that never end, for ``duration`` seconds, through one port (a dumbbell)."""
+    import time
+    validate(n, 1, bandwidth, buffer, transport, rto_min, 1, ecn, None, link_delay)
+    wall = time.perf_counter()
+    fab = Fabric(seed)
+    nics, down = _star(fab, n, bandwidth, buffer, ecn, None, link_delay, False)
+    run = Run(fab, [], down.name)
+    for i in range(n):
+        flow = Flow(fab, f"f{i}", [nics[i], down], 10**15, 0.0)
+        fab.add_flow(flow, tp.make(transport, flow, rto_min))
+        run.flows.append(flow)
+    fab.run(duration)
+    run.wall_s = time.perf_counter() - wall
+    return run
+
+
+def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 / 8, buffer=200_000,
+           incast_senders: int = 15, incast_start: float = 1e-3, incast_length: float = 1e-3,
+           duration: float = 6e-3, ecn: ECN | None = ECN(5_000, 100_000, 0.01), link_delay: float = 2e-6,
+           xoff: float | None = None, rto_min: float = 1e-3, seed: int = 0) -> Run:
+    """F1: H1->R1 and F2: H2->R2 over S1->S2; ``incast_senders`` hosts on S2 blast R2 for ``incast_length``.
+
+    The incast hosts each send at line rate for the incast's length (DCQCN-validation's 15 hosts x
+    4 KB messages for 1 ms). Buffers are per port; PFC's Xoff defaults to half the buffer.
+    """
+    import time
+    wall = time.perf_counter()
+    control = PFC(xoff if xoff is not None else buffer / 2) if pfc else None
+    validate(incast_senders, 1, bandwidth, buffer, transport, rto_min, 1, ecn, control, link_delay)
+    fab = Fabric(seed)
+    s1 = fab.switch("S1", pfc=control)
+    s2 = fab.switch("S2", pfc=control)
+    h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
+    trunk = fab.port("S1->S2", bandwidth, link_delay, buffer, ecn, s1)
+    to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn, s2)
+    to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn, s2)
+    run = Run(fab, [], "S2->R2")
+    for name, nic, down in (("F1 (H1->R1)", h1, to_r1), ("F2 (H2->R2)", h2, to_r2)):
+        flow = Flow(fab, name, [nic, trunk, down], 10**15, 0.0)
+        fab.add_flow(flow, tp.make(transport, flow, rto_min))
+        run.flows.append(flow)
+    block = int(bandwidth * incast_length)
+    for i in range(incast_senders):
+        nic = fab.port(f"H{i + 3}.nic", bandwidth, link_delay)
+        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, incast_start)
+        fab.add_flow(flow, tp.make(transport, flow, rto_min))
+        run.flows.append(flow)
+    fab.run(duration)
+    run.wall_s = time.perf_counter() - wall
+    return run
+
+
+def headroom(bandwidth: float, link_delay: float = LINK_DELAY) -> float:
+    """The PFC headroom a link needs (bytes), for choosing Xoff = buffer - headroom."""
+    return pfc_headroom(bandwidth, link_delay)

@@ -1,0 +1,257 @@
+"""Switch output ports: a buffer in bytes, drop-tail, ECN marking (RED-style or DCTCP's K) and PFC.
+
+A ``Port`` is one output queue plus the serializer behind it (a host NIC or a switch egress port):
+packets wait in a FIFO per priority, leave one at a time at the line rate, and reach the next hop
+after the link's propagation delay. What a port decides, and records:
+  * admission (drop-tail): a packet that does not fit in the buffer is dropped. The buffer is per
+    port, or shared by all ports of a switch with Choudhury-Hahne's dynamic threshold
+    (a port may hold at most alpha x the free shared buffer);
+  * ECN (``ECN``): on enqueue, an ECN-capable packet is marked CE with probability 0 below Kmin,
+    Pmax x (q - Kmin)/(Kmax - Kmin) between, and 1 above Kmax, q being the queue in bytes it finds
+    (RED on the instantaneous queue, as DCQCN's switches do). DCTCP's single threshold is
+    Kmin = Kmax = K, Pmax = 1. Packets that are not ECN-capable (Reno, Cubic) are never marked;
+  * PFC (``PFC``, IEEE 802.1Qbb): a switch counts, per ingress (upstream port, priority), the bytes
+    that came in through it and are still buffered. Above Xoff it sends PAUSE to that upstream port
+    (it arrives one link delay later and stops that port's priority after the packet on the wire);
+    below Xon it sends RESUME. The pause is per port and priority, not per flow: every flow that
+    shares the paused port waits, including flows bound elsewhere (victims). A lossless priority is
+    admitted by its ingress counter (Xoff plus the headroom for bytes in flight while PAUSE travels),
+    as lossless switches reserve buffer per ingress; it only drops if the headroom is too small.
+
+Left out on purpose: cut-through switching, multiple traffic classes sharing one scheduler beyond
+strict priority, WRED's averaged queue, PFC deadlock detection, pause quanta (a PAUSE holds until
+its RESUME, as switches that refresh XOFF do).
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+MTU = 1500  # bytes; one packet on the wire (headers are not modelled: payload = packet)
+NIC_QUEUE = 2 * MTU  # bytes a sender may keep queued in its NIC (Linux's TCP small queues)
+
+
+@dataclass(frozen=True)
+class ECN:
+    """RED-style marking on the instantaneous queue (bytes); DCTCP: ``ECN.dctcp(K)``."""
+    kmin: float
+    kmax: float
+    pmax: float = 1.0
+
+    def __post_init__(self):
+        if not (self.kmin >= 0 and math.isfinite(self.kmin)):
+            raise ValueError(f"ecn-kmin: must be zero or more bytes, got {self.kmin!r}")
+        if not self.kmax >= self.kmin:
+            raise ValueError(f"ecn-kmin: must not exceed ecn-kmax ({self.kmax!r} bytes), got {self.kmin!r}")
+        if not 0 < self.pmax <= 1:
+            raise ValueError(f"ecn-pmax: must be in (0, 1], got {self.pmax!r}")
+
+    @classmethod
+    def dctcp(cls, k: float) -> "ECN":
+        """Mark every packet that finds more than K bytes queued (DCTCP, SIGCOMM'10 section 3.1)."""
+        return cls(k, k, 1.0)
+
+    def probability(self, queue: float) -> float:
+        if queue <= self.kmin:
+            return 0.0
+        if queue > self.kmax:
+            return 1.0
+        return self.pmax * (queue - self.kmin) / (self.kmax - self.kmin)
+
+
+def pfc_headroom(rate: float, delay: float, mtu: int = MTU) -> float:
+    """Bytes that still arrive after Xoff is crossed: the link's round trip at line rate (PAUSE
+    travelling up, data already on the wire coming down) plus a packet being sent at each end.
+    The same shape as mlx5's (301 + 2.16 x cable_m) x speed + 2.72 x MTU."""
+    return 2 * rate * delay + 2 * mtu
+
+
+@dataclass(frozen=True)
+class PFC:
+    """Priority flow control thresholds, bytes per ingress (port, priority)."""
+    xoff: float
+    xon: float | None = None          # default: Xoff - 2 MTU
+    headroom: float | None = None     # default: pfc_headroom of the ingress link
+    priorities: tuple = (0,)          # lossless priorities; others stay drop-tail
+
+    def __post_init__(self):
+        if not (self.xoff > 0 and math.isfinite(self.xoff)):
+            raise ValueError(f"xoff: must be greater than zero bytes, got {self.xoff!r}")
+        if self.xon is not None and not 0 <= self.xon <= self.xoff:
+            raise ValueError(f"xon: must be between 0 and xoff ({self.xoff:g} bytes), got {self.xon!r}")
+        if self.headroom is not None and self.headroom < 0:
+            raise ValueError(f"pfc-headroom: must be zero or more bytes, got {self.headroom!r}")
+
+    @property
+    def resume(self) -> float:
+        return self.xon if self.xon is not None else max(0.0, self.xoff - 2 * MTU)
+
+    def check(self, buffer: float | None, rate: float, delay: float) -> float:
+        """The headroom this ingress gets; raises if Xoff or the headroom do not fit in the buffer."""
+        need = pfc_headroom(rate, delay)
+        room = self.headroom if self.headroom is not None else need
+        if buffer is not None and self.xoff > buffer:
+            raise ValueError(f"xoff: {self.xoff:g} bytes is above the buffer ({buffer:g} bytes)")
+        if room < need:
+            raise ValueError(f"pfc-headroom: {room:g} bytes cannot absorb the {need:g} bytes in flight "
+                             f"while PAUSE travels (2 x rate x delay + 2 MTU)")
+        if buffer is not None and self.xoff + room > buffer:
+            raise ValueError(f"pfc: no headroom: xoff {self.xoff:g} + headroom {room:g} bytes exceed the "
+                             f"buffer ({buffer:g} bytes); lower xoff or raise the buffer")
+        return room
+
+
+class Switch:
+    """A switch: its ports' shared buffer (optional) and the PFC ingress counters."""
+
+    def __init__(self, name: str, pfc: PFC | None = None, shared_buffer: float | None = None, alpha: float = 1.0):
+        if shared_buffer is not None and shared_buffer <= 0:
+            raise ValueError(f"buffer: must be greater than zero bytes, got {shared_buffer!r}")
+        self.name, self.pfc, self.shared, self.alpha = name, pfc, shared_buffer, alpha
+        self.used = 0.0        # bytes in the shared buffer
+        self.held = {}         # (upstream Port, priority) -> bytes buffered here that came through it
+        self.room = {}         # upstream Port -> headroom bytes (checked once per ingress)
+        self.pausing = set()   # (upstream Port, priority) currently paused by this switch
+
+
+class Packet:
+    __slots__ = ("flow", "seq", "size", "ect", "ce", "hop", "prio", "sent_at")
+
+    def __init__(self, flow, seq, size, ect, prio, sent_at):
+        self.flow, self.seq, self.size, self.ect, self.prio, self.sent_at = flow, seq, size, ect, prio, sent_at
+        self.ce = False
+        self.hop = 0
+
+
+class Port:
+    """One output queue and its serializer; ``fabric`` supplies the clock and the event queue."""
+
+    def __init__(self, fabric, name: str, rate: float, delay: float, buffer: float | None = None,
+                 ecn: ECN | None = None, switch: Switch | None = None):
+        if rate <= 0:
+            raise ValueError(f"bandwidth: must be greater than zero, got {rate!r}")
+        if delay < 0:
+            raise ValueError(f"delay: must be zero or more seconds, got {delay!r}")
+        if buffer is not None and buffer < 0:
+            raise ValueError(f"buffer: must be zero or more bytes, got {buffer!r}")
+        self.fabric, self.name, self.rate, self.delay = fabric, name, rate, delay   # bytes/s, s
+        self.buffer, self.ecn, self.switch = buffer, ecn, switch
+        self.queues = {}                     # priority -> deque of Packets
+        self.qbytes = 0                      # bytes waiting (not counting the one on the wire)
+        self.busy = False
+        self.paused = {}                     # priority -> time the pause began
+        self.drops = self.marks = self.pauses = 0
+        self.pause_s = 0.0                   # seconds some priority of this port was paused
+        self.tx_bytes = 0
+        self.q_t, self.q_bytes = [0.0], [0]  # queue length over time (a step function)
+        self.waiting = []                    # host NIC: senders waiting for room (TCP small queues)
+
+    # ---- admission, marking, queueing
+    def enqueue(self, pkt: Packet) -> None:
+        fab, size, sw = self.fabric, pkt.size, self.switch
+        if sw is not None:
+            pfc = sw.pfc
+            if pfc is not None and pkt.prio in pfc.priorities and pkt.hop > 0:
+                up = pkt.flow.path[pkt.hop - 1]
+                key = (up, pkt.prio)
+                if up not in sw.room:
+                    sw.room[up] = pfc.check(self.buffer, up.rate, up.delay)
+                held = sw.held.get(key, 0) + size
+                if held > pfc.xoff + sw.room[up]:
+                    self._drop(pkt)
+                    return
+                sw.held[key] = held
+                if held > pfc.xoff and key not in sw.pausing:
+                    sw.pausing.add(key)
+                    fab.schedule(fab.now + up.delay, up.pause, pkt.prio)
+            elif sw.shared is not None:
+                if sw.used + size > sw.shared or self.qbytes + size > sw.alpha * (sw.shared - sw.used):
+                    self._drop(pkt)
+                    return
+            elif self.buffer is not None and self.qbytes + size > self.buffer:
+                self._drop(pkt)
+                return
+            sw.used += size
+        elif self.buffer is not None and self.qbytes + size > self.buffer:
+            self._drop(pkt)
+            return
+        if pkt.ect and self.ecn is not None:
+            p = self.ecn.probability(self.qbytes)
+            if p >= 1.0 or (p > 0.0 and fab.rng.random() < p):
+                pkt.ce = True
+                self.marks += 1
+        q = self.queues.get(pkt.prio)
+        if q is None:
+            q = self.queues[pkt.prio] = deque()
+        q.append(pkt)
+        self.qbytes += size
+        self.q_t.append(fab.now)
+        self.q_bytes.append(self.qbytes)
+        if not self.busy:
+            self._start()
+
+    def _drop(self, pkt: Packet) -> None:
+        self.drops += 1
+        pkt.flow.drops += 1
+
+    def _start(self) -> None:
+        queues, paused = self.queues, self.paused
+        best = None
+        for prio, q in queues.items():
+            if q and prio not in paused and (best is None or prio > best):
+                best = prio
+        if best is None:
+            return
+        pkt = queues[best].popleft()
+        fab = self.fabric
+        self.qbytes -= pkt.size
+        self.q_t.append(fab.now)
+        self.q_bytes.append(self.qbytes)
+        self.busy = True
+        sw = self.switch
+        if self.waiting and self.qbytes < NIC_QUEUE:
+            waiting, self.waiting = self.waiting, []
+            for sender in waiting:
+                sender.send()
+        if sw is not None:
+            sw.used -= pkt.size
+            if sw.pfc is not None and pkt.prio in sw.pfc.priorities and pkt.hop > 0:
+                key = (pkt.flow.path[pkt.hop - 1], pkt.prio)
+                held = sw.held[key] = sw.held[key] - pkt.size
+                if key in sw.pausing and held <= sw.pfc.resume:
+                    sw.pausing.discard(key)
+                    fab.schedule(fab.now + key[0].delay, key[0].resume, pkt.prio)
+        fab.schedule(fab.now + pkt.size / self.rate, self._sent, pkt)
+
+    def _sent(self, pkt: Packet) -> None:
+        self.busy = False
+        self.tx_bytes += pkt.size
+        fab = self.fabric
+        if self.switch is None and fab.jitter:         # host timing noise, less than half a packet
+            fab.schedule(fab.now + self.delay + fab.jitter * fab.rng.random() * pkt.size / self.rate, fab.arrive, pkt)
+        else:
+            fab.schedule(fab.now + self.delay, fab.arrive, pkt)
+        if self.qbytes:
+            self._start()
+
+    # ---- PFC, as seen by the port being paused
+    def pause(self, prio) -> None:
+        if prio not in self.paused:
+            self.paused[prio] = self.fabric.now
+            self.pauses += 1
+
+    def resume(self, prio) -> None:
+        began = self.paused.pop(prio, None)
+        if began is not None:
+            self.pause_s += self.fabric.now - began
+            if not self.busy:
+                self._start()
+
+    def paused_seconds(self) -> float:
+        """Pause time so far, counting a pause still in force up to now."""
+        return self.pause_s + sum(self.fabric.now - t for t in self.paused.values())
+
+    def summary(self) -> dict:
+        return {"port": self.name, "tx_bytes": self.tx_bytes, "drops": self.drops, "marks": self.marks,
+                "pauses": self.pauses, "pause_s": self.paused_seconds(), "max_queue_bytes": max(self.q_bytes)}

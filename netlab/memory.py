@@ -1,0 +1,156 @@
+"""How much memory this process may still use: its own cgroup's limit and usage, and the machine's.
+
+On Binder (and in any container) the limit that the OOM killer enforces is the memory limit of the
+cgroup this process belongs to -- not the root of /sys/fs/cgroup, and not the machine's RAM.
+``/proc/self/cgroup`` names that cgroup:
+
+* cgroup v2 (one line ``0::/path``): the limit is the smallest ``memory.max`` from that folder up
+  to the root, the usage is its ``memory.current``;
+* cgroup v1 (a line whose controllers include ``memory``): the same with ``memory.limit_in_bytes``
+  and ``memory.usage_in_bytes`` under ``/sys/fs/cgroup/memory``.
+
+Usage counts the page cache; the part the kernel drops first (``inactive_file`` in memory.stat) is
+subtracted, as the kubelet does for its "working set". What is free is then the smallest of
+(limit - working set) and the machine's ``MemAvailable``. Inside a cgroup namespace the path reads
+``/`` and the mounted root *is* the container's cgroup; a path that does not exist under the
+mount (a container without its own namespace) falls back to the mount's root.
+
+``check_memory`` compares a run's estimate with what is free *now*: other notebooks' kernels and
+their idle rank pools count against the same 2 GB. Left out: swap, memory.high throttling, and
+memory shared copy-on-write between forked ranks (the estimates count each rank's own pages).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+# Kept free beyond a run's own estimate: the fork server that starts ranks (torch preloaded,
+# ~150 MB), page cache that cannot be dropped, and the estimates' error. Bytes.
+MEMORY_HEADROOM = 300e6
+UNLIMITED = 1 << 60          # cgroup v1 writes "no limit" as a huge number (9223372036854771712)
+
+
+@dataclass
+class MemoryStatus:
+    limit: int               # bytes this process's cgroup may use (or the machine's RAM)
+    used: int                # bytes in use in that cgroup, page cache that can be dropped excluded
+    available: int           # bytes a new allocation can still get: min(limit - used, MemAvailable)
+    source: str              # where the limit came from, for messages
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _number(text: str | None) -> int | None:
+    """A cgroup value in bytes; None for a missing file, 'max' or v1's 'no limit'."""
+    if text is None or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value < UNLIMITED else None
+
+
+def _stat(path: str, key: str) -> int:
+    for line in (_read(path) or "").splitlines():
+        name, _, value = line.partition(" ")
+        if name == key and value.isdigit():
+            return int(value)
+    return 0
+
+
+def _meminfo(root: str) -> tuple[int, int]:
+    """(MemTotal, MemAvailable) of the machine in bytes, from /proc/meminfo."""
+    fields = {}
+    for line in (_read(os.path.join(root, "proc/meminfo")) or "").splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            fields[name] = int(parts[0]) * 1024            # the file says kB (KiB)
+    total = fields.get("MemTotal") or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return total, fields.get("MemAvailable", total)
+
+
+def own_cgroup(root: str = "/") -> tuple[str, str, str] | None:
+    """(version, mount, folder) of this process's memory cgroup ('v2' or 'v1', absolute paths), or None."""
+    v1 = v2 = None
+    for line in (_read(os.path.join(root, "proc/self/cgroup")) or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if "memory" in controllers.split(","):
+            v1 = path
+        elif controllers == "" and parts[0] == "0":
+            v2 = path
+    candidates = []
+    if v1 is not None:
+        candidates.append(("v1", os.path.join(root, "sys/fs/cgroup/memory"), v1, "memory.limit_in_bytes"))
+    if v2 is not None:
+        candidates.append(("v2", os.path.join(root, "sys/fs/cgroup"), v2, "memory.max"))
+        candidates.append(("v2", os.path.join(root, "sys/fs/cgroup/unified"), v2, "memory.max"))
+    for version, mount, path, probe in candidates:
+        if not os.path.isdir(mount):
+            continue
+        folder = os.path.join(mount, path.lstrip("/"))
+        if not os.path.isdir(folder):
+            folder = mount                                  # no cgroup namespace: the mount is ours
+        if version == "v1" or os.path.exists(os.path.join(folder, "memory.current")) or \
+                os.path.exists(os.path.join(mount, probe)):
+            return version, mount, folder
+    return None
+
+
+def memory_status(root: str = "/") -> MemoryStatus:
+    """This process's memory limit, usage and what is still free (see the module docstring)."""
+    total, machine_available = _meminfo(root)
+    found = own_cgroup(root)
+    limit, used, source = None, None, "the machine's memory"
+    if found is not None:
+        version, mount, folder = found
+        limit_file, usage_file, stat_key = (("memory.max", "memory.current", "inactive_file") if version == "v2"
+                                            else ("memory.limit_in_bytes", "memory.usage_in_bytes",
+                                                  "total_inactive_file"))
+        level = folder
+        while True:                                         # the tightest limit from here up to the root
+            value = _number(_read(os.path.join(level, limit_file)))
+            if value is not None and (limit is None or value < limit):
+                limit, source = value, f"cgroup {version} {os.path.join(level, limit_file)}"
+            if os.path.normpath(level) == os.path.normpath(mount) or len(level) <= len(mount):
+                break
+            level = os.path.dirname(level)
+        usage = _number(_read(os.path.join(folder, usage_file)))
+        if usage is not None:
+            used = max(0, usage - _stat(os.path.join(folder, "memory.stat"), stat_key))
+    if limit is None or limit > total:
+        limit, source = total, "the machine's memory"
+    available = machine_available if used is None else min(machine_available, max(0, limit - used))
+    if used is None:
+        used = max(0, total - machine_available)
+    return MemoryStatus(int(limit), int(used), int(available), source)
+
+
+def memory_limit(root: str = "/") -> int:
+    """Bytes this process may use: its own cgroup's limit (Binder: 2 GB) or the machine's memory."""
+    return memory_status(root).limit
+
+
+def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/") -> None:
+    """Refuse, with a clear error, a run whose ranks would not fit in the memory that is free now.
+
+    Raising MemoryError here is better than what happens otherwise: the OOM killer ends a rank, or
+    the whole kernel, without a word.
+    """
+    need = ranks * per_rank_bytes
+    status = memory_status(root)
+    if need + MEMORY_HEADROOM > status.available:
+        gb = 1e9
+        raise MemoryError(
+            f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB) plus "
+            f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {status.available / gb:.2f} GB is free "
+            f"({status.used / gb:.2f} GB of {status.limit / gb:.2f} GB in use; limit from {status.source}). "
+            "Shut down other notebooks' kernels (or run netlab.shutdown() in them), or use fewer ranks or a "
+            "smaller size.")

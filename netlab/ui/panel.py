@@ -1,0 +1,204 @@
+"""The base of every chapter panel: controls -> a run on real ranks -> a few lines and one figure.
+
+Why a base class, and why it does not use pyplot or ``interactive_output``:
+
+* **Threads.** JupyterLab 4.6 sends widget messages over kernel subshells by default, so under
+  ipykernel 7 a slider's callback runs on a subshell thread while the main thread may be flushing
+  pyplot's figures (matplotlib_inline's ``flush_figures``). pyplot's global state is not
+  thread-safe: two threads drawing at once gave half-drawn PNGs and mathtext ``ParseException``s.
+  A panel therefore draws on a ``matplotlib.figure.Figure`` it owns (never registered with pyplot),
+  renders it to PNG itself, and replaces its Output's contents in one assignment: a figure is
+  replaced, never appended, and is complete or absent.
+* **Interrupt.** Kernel > Interrupt sends SIGINT, which Python delivers to the main thread only,
+  and ipykernel ignores SIGINT outside a handler running there. A callback arriving on another
+  thread is therefore handed to the main thread's event loop (``kernel.io_loop``), where the run
+  executes with ``default_int_handler`` installed: Interrupt stops the ranks and the panel says so
+  in one line. The same hand-off serialises panels with cells, which also run on the main thread.
+* **Coalescing.** Several changes that arrive while a run is pending collapse into one run with
+  the controls' latest values.
+
+Subclasses define ``controls`` (a dict of widgets, in display order) and ``render(**values)``,
+which returns ``(text, figure_or_None)`` and may set ``self.last``. Tests drive a panel by setting
+a control's ``value`` from the main thread, which runs ``render`` at once.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import html
+import io
+import signal
+import threading
+
+import ipywidgets as widgets
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+# Outside a kernel (scripts, tests) callbacks run on whatever thread changed a control; pyplot is not
+# involved, but mathtext's parser is shared by every figure, so panels draw one at a time.
+_draw_lock = threading.RLock()
+INTERRUPTED = "Interrupted: the ranks were stopped. Move a control to run again."
+STYLE = {"description_width": "120px"}
+LAYOUT = {"width": "460px"}
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A figure outside pyplot (safe on any thread), with its own Agg canvas."""
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
+    return buf.getvalue()
+
+
+def _text_output(text: str) -> dict:
+    # HTML that wraps at spaces (a stream output breaks mid-word in JupyterLab); plain text kept for
+    # nbval, VS Code and anything that does not render HTML
+    body = html.escape(text)
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"text/plain": text,
+                     "text/html": f'<pre class="netlab-panel-text" style="white-space: pre-wrap; '
+                                  f'word-break: normal; overflow-wrap: anywhere; margin: 0">{body}</pre>'}}
+
+
+def _image_output(png: bytes) -> dict:
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<figure>"}}
+
+
+def _main_loop():
+    """The kernel's main-thread event loop (ipykernel), or None outside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    return getattr(kernel, "io_loop", None)
+
+
+class Panel:
+    """Controls above, one Output below; every change re-runs ``render`` with the latest values."""
+
+    min_height = "480px"
+    dpi = 100
+
+    def __init__(self, controls: dict, layout: widgets.Widget | None = None, run_now: bool = True):
+        self.controls = controls
+        self.last = None
+        self.error: BaseException | None = None       # the last unexpected exception, for debugging
+        self.runs = 0                                 # how many renders finished (tests, benchmarks)
+        self.out = widgets.Output(layout=widgets.Layout(min_height=self.min_height))
+        self.out.add_class("netlab-panel-output")
+        self.status = widgets.HTML("")
+        self.status.add_class("netlab-panel-status")
+        self.text = ""                                # the lines shown with the last figure
+        self._pending = False
+        self._held, self._dirty = 0, False
+        self._lock = threading.Lock()
+        for control in controls.values():
+            control.observe(self._changed, names="value")
+        self.widget = widgets.VBox([layout or widgets.VBox(list(controls.values())), self.status, self.out])
+        self.widget.add_class("netlab-panel")
+        if run_now:
+            self.refresh()
+
+    # -- what subclasses provide -------------------------------------------------------------------
+    def render(self, **values):                                  # -> (text, Figure | None)
+        raise NotImplementedError
+
+    # -- running --------------------------------------------------------------------------------------
+    def values(self) -> dict:
+        return {name: control.value for name, control in self.controls.items()}
+
+    @contextlib.contextmanager
+    def hold(self):
+        """Change several controls at once: one run when the block ends (if anything changed)."""
+        self._held += 1
+        try:
+            yield self
+        finally:
+            self._held -= 1
+        if self._held == 0 and self._dirty:
+            self.refresh()
+
+    def set(self, **values) -> None:
+        """Set controls by name, then run once: ``panel.set(ranks=8, bandwidth="1Gbit/s")``."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"{sorted(unknown)[0]}: not a control of this panel (it has {', '.join(self.controls)})")
+        with self.hold():
+            for name, value in values.items():
+                self.controls[name].value = value
+
+    def refresh(self) -> None:
+        """Run now on this thread with the controls' current values, and show the result."""
+        with self._lock:
+            self._pending = self._dirty = False
+        on_main = threading.current_thread() is threading.main_thread()
+        previous = signal.getsignal(signal.SIGINT) if on_main else None
+        if on_main:
+            signal.signal(signal.SIGINT, signal.default_int_handler)     # Interrupt lands here
+        self.status.value = "<i>computing&hellip; (Kernel &gt; Interrupt stops it)</i>"
+        try:
+            outputs = self._outputs()
+        finally:
+            self.status.value = ""
+            if on_main:
+                signal.signal(signal.SIGINT, previous)
+        self.text = "\n".join(o["data"]["text/plain"] for o in outputs if "image/png" not in o["data"])
+        self.out.outputs = tuple(outputs)                                 # one assignment: replaced, never appended
+        self.runs += 1
+
+    def _outputs(self) -> list[dict]:
+        try:
+            with _draw_lock:
+                text, fig = self.render(**self.values())
+                png = png_bytes(fig, self.dpi) if fig is not None else None
+        except KeyboardInterrupt:
+            return [_text_output(INTERRUPTED)]
+        except (ValueError, MemoryError) as exc:
+            return [_text_output(f"cannot run this setting: {exc}")]
+        except Exception as exc:                                          # noqa: BLE001 -- shown, kept
+            self.error = exc
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            return [_text_output(f"error: {type(exc).__name__}: {first}")]
+        self.error = None
+        return ([_text_output(text)] if text else []) + ([_image_output(png)] if png is not None else [])
+
+    def _changed(self, change) -> None:
+        if self._held:
+            self._dirty = True
+            return
+        if threading.current_thread() is threading.main_thread():
+            self.refresh()
+            return
+        loop = _main_loop()
+        if loop is None:                                                  # no kernel: run where we are
+            self.refresh()
+            return
+        with self._lock:                                                  # coalesce a burst of changes
+            if self._pending:
+                return
+            self._pending = True
+        loop.add_callback(self._run_pending)
+
+    def _run_pending(self) -> None:
+        with self._lock:
+            if not self._pending:
+                return
+        self.refresh()
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)
+
+
+def slider(kind, *args, description: str, **kwargs):
+    """A slider that reports only on release (each change is a run on real ranks)."""
+    return kind(*args, description=description, continuous_update=False, style=STYLE,
+                layout=widgets.Layout(**LAYOUT), **kwargs)

@@ -1,0 +1,47 @@
+"""An idle shared pool gives its ranks back; a run in progress is never released."""
+import time
+
+import pytest
+
+import netlab
+from netlab import cluster
+from conftest import pool_pids, wait_gone
+
+
+def _rank(comm, seconds=0.0):
+    time.sleep(seconds)
+    return comm.rank
+
+
+@pytest.fixture
+def short_idle():
+    before = cluster.IDLE_S
+    yield
+    netlab.set_idle_timeout(before)
+
+
+def test_idle_pool_releases_its_processes(short_idle):
+    netlab.set_idle_timeout(1.0)
+    assert netlab.run(_rank, ranks=2).values == [0, 1]
+    pids = pool_pids()
+    assert len(pids) == 2
+    assert wait_gone(pids, seconds=15) == [] and cluster._default is None
+    assert netlab.run(_rank, ranks=2).values == [0, 1]              # the next run starts a fresh pool
+    assert set(pool_pids()).isdisjoint(pids)
+
+
+def test_busy_pool_is_not_released(short_idle):
+    netlab.set_idle_timeout(0.5)
+    assert netlab.run(_rank, 2.0, ranks=2, timeout=30).values == [0, 1]   # outlives the idle time
+    pids = pool_pids()
+    assert len(pids) == 2                                              # still there right after the run
+    netlab.set_idle_timeout(None)
+    time.sleep(1.0)
+    assert pool_pids() == pids                                        # disabled: kept
+
+
+def test_bad_idle_timeout_names_the_parameter():
+    with pytest.raises(ValueError, match="seconds"):
+        netlab.set_idle_timeout(-1)
+    with pytest.raises(ValueError, match="NETLAB_IDLE_S"):
+        cluster._idle_seconds("soon")

@@ -1,0 +1,185 @@
+"""The real Linux network (netlab.fabric.linux / netns): teardown in every case, the incast collapse
+of the kernel's TCP and its fixes, and the same collapse with real gloo ranks.
+
+Everything here needs root and network namespaces; elsewhere (Binder, laptops, non-root CI) each
+test is skipped with the one-line reason `linux.available()` gives. References: the ideal round
+N x block x 1514/1448 / B (tbf counts L2 frames: 1514 bytes per 1448-byte segment) for a buffer
+deep enough to drop nothing, and Vasudevan et al. (SIGCOMM'09) for the qualitative collapse with
+RTOmin = 200 ms and its cure with a 1 ms RTOmin.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from netlab.fabric import linux, netns
+
+OK, WHY = linux.available()
+needs_linux = pytest.mark.skipif(not OK, reason=WHY or "real Linux network unavailable")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A child that imports only netlab.fabric (a stub parent package keeps torch out: starts in ~0.1 s).
+CHILD = textwrap.dedent(f"""
+    import sys, types, time
+    pkg = types.ModuleType("netlab"); pkg.__path__ = [{os.path.join(ROOT, "netlab")!r}]; sys.modules["netlab"] = pkg
+    from netlab.fabric import linux, netns
+    what = sys.argv[1]
+    if what == "testbed":
+        with netns.Testbed(4, 12.5e6, 32768):
+            print("ready", flush=True)
+            time.sleep(60)
+    elif what == "incast":
+        linux.incast(senders=8, rounds=2000)
+    elif what == "gloo":
+        linux.ps_push(workers=4, rounds=2000, timeout_s=60)
+""")
+
+
+def host_links() -> list[str]:
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return sorted(line.split(":")[1].strip() for line in out.splitlines())
+
+
+def namespaces_of(pid: int) -> list[str]:
+    return [n for n in netns.ours() if n.startswith(f"{netns.PREFIX}{pid}-")]
+
+
+def start_child(what: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.Popen([sys.executable, "-c", CHILD, what], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT)
+
+
+def wait_until(cond, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_available_names_its_reason(monkeypatch):
+    linux.available.cache_clear()
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    try:
+        ok, why = linux.available()
+        assert not ok and "root" in why and "\n" not in why
+        with pytest.raises(linux.Unavailable, match="root"):
+            linux.incast(senders=2, rounds=1)
+    finally:
+        linux.available.cache_clear()
+
+
+@pytest.mark.parametrize("kwargs, name", [({"senders": 0}, "senders"), ({"block": "-1K"}, "block"),
+                                          ({"buffer": "lots"}, "buffer"), ({"bandwidth": "0Gbit/s"}, "bandwidth"),
+                                          ({"rto_min": "0ms"}, "rto_min"), ({"rounds": 0}, "rounds")])
+def test_bad_input_names_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        linux.incast(**kwargs)
+
+
+@needs_linux
+def test_unknown_transport_is_refused():
+    with pytest.raises(ValueError, match="^transport:"):
+        linux.incast(transport="dcqcn", rounds=1)
+
+
+@needs_linux
+def test_testbed_is_private_and_torn_down_on_success_and_failure():
+    links = host_links()
+    with netns.Testbed(3, 12.5e6, 32768, rto_min=0.001) as tb:
+        assert set(tb.hosts + [tb.bridge_ns]) <= set(netns.ours())
+        assert host_links() == links                               # nothing in the host's namespace
+        route = subprocess.run(["ip", "-n", tb.sender_ns[0], "route"], capture_output=True, text=True).stdout
+        assert "rto_min lock 1ms" in route and "congctl cubic" in route
+    assert namespaces_of(os.getpid()) == []
+    with pytest.raises(ZeroDivisionError):
+        with netns.Testbed(2, 12.5e6, 32768):
+            1 / 0
+    assert namespaces_of(os.getpid()) == [] and host_links() == links
+
+
+@needs_linux
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_tears_the_testbed_down(sig):
+    links = host_links()
+    child = start_child("testbed")
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert len(namespaces_of(child.pid)) == 6                  # bridge, receiver, 4 senders
+        child.send_signal(sig)
+        child.wait(timeout=20)
+    finally:
+        child.kill()
+    assert namespaces_of(child.pid) == [] and host_links() == links
+
+
+@needs_linux
+def test_sigkilled_owner_is_swept():
+    child = start_child("testbed")
+    try:
+        assert child.stdout.readline().strip() == "ready"
+    finally:
+        child.kill()
+        child.wait()
+    assert namespaces_of(child.pid)                                 # SIGKILL leaves them behind...
+    netns.sweep_stale()
+    assert namespaces_of(child.pid) == []                          # ...until the next testbed's sweep
+
+
+@needs_linux
+@pytest.mark.slow
+@pytest.mark.parametrize("what, sig", [("incast", signal.SIGINT), ("gloo", signal.SIGTERM)])
+def test_interrupted_run_leaves_nothing(what, sig):
+    """Ctrl-C in the middle of an incast, SIGTERM in the middle of a gloo push: no namespace, no rank."""
+    links = host_links()
+    child = start_child(what)
+    try:
+        def busy():                                                 # the receiver namespace holds processes
+            names = [n for n in namespaces_of(child.pid) if n.endswith("-rx")]
+            return bool(names) and (what == "incast" or subprocess.run(
+                ["ip", "netns", "pids", names[0]], capture_output=True, text=True).stdout.strip())
+        assert wait_until(busy, 60), child.stderr.read() if child.poll() is not None else "no testbed"
+        time.sleep(1.0)
+        child.send_signal(sig)
+        child.wait(timeout=30)
+    finally:
+        child.kill()
+    assert namespaces_of(child.pid) == [] and host_links() == links
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "netlab.fabric._gloo_push" not in ps
+
+
+@needs_linux
+@pytest.mark.slow
+def test_incast_collapses_and_recovers():
+    """32 senders x 64 KiB into 100 Mbit/s with a 32 KB queue: RTOmin 200 ms wastes most rounds;
+    1 ms or a deep buffer restore the link; the deep buffer drops nothing and meets the ideal round."""
+    setup = dict(senders=32, block="64K", bandwidth="100Mbit/s", rounds=5)
+    base = linux.incast(buffer="32K", **setup)
+    small_rto = linux.incast(buffer="32K", rto_min="1ms", **setup)
+    deep = linux.incast(buffer="4M", **setup)
+    assert base["timeouts"] >= 1 and base["drops"] >= 1
+    assert base["completion_s"]["max"] >= base["ideal_round_s"] + 0.2    # a round waited out an RTO
+    assert small_rto["goodput_Bps"] >= 2 * base["goodput_Bps"]
+    assert deep["goodput_Bps"] >= 2 * base["goodput_Bps"]
+    assert deep["drops"] == 0 and deep["timeouts"] == 0
+    assert deep["completion_s"]["p50"] == pytest.approx(deep["ideal_round_s"], rel=0.25)
+
+
+@needs_linux
+@pytest.mark.slow
+def test_gloo_push_collapses_and_a_small_rto_fixes_it():
+    """8 gloo workers push 64 KiB shards to a server rank through the same port."""
+    r = linux.ps_push(workers=8, shard="64K", bandwidth="100Mbit/s", buffer="32K", rounds=8,
+                      fixes=({"rto_min": "1ms"},), timeout_s=120)
+    fixed = r["fixes"][0]
+    assert r["timeouts"] >= 1 and r["completion_s"]["max"] >= r["ideal_round_s"] + 0.2
+    assert fixed["goodput_Bps"] >= 1.5 * r["goodput_Bps"]
+    assert fixed["completion_s"]["p50"] <= r["completion_s"]["p50"]

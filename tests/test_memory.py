@@ -1,0 +1,94 @@
+"""memory_status reads the process's own cgroup (v1 and v2, up the hierarchy) from a fake tree."""
+import os
+
+import pytest
+
+from netlab import cluster, memory
+
+GB = 1 << 30
+
+
+def write(root, path, text):
+    full = os.path.join(root, path.lstrip("/"))
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w") as f:
+        f.write(text)
+
+
+def meminfo(root, total_gb=24, available_gb=20):
+    write(root, "proc/meminfo", f"MemTotal: {total_gb * GB // 1024} kB\nMemFree: 1 kB\n"
+                                f"MemAvailable: {available_gb * GB // 1024} kB\n")
+
+
+def test_v1_reads_the_own_cgroup_not_the_root(tmp_path):
+    root = str(tmp_path)
+    meminfo(root)
+    write(root, "proc/self/cgroup", "4:memory:/binder/pod\n3:cpuset:/\n0::/\n")
+    write(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712")    # root: no limit
+    write(root, "sys/fs/cgroup/memory/binder/memory.limit_in_bytes", str(3 * GB))
+    pod = "sys/fs/cgroup/memory/binder/pod/"
+    write(root, pod + "memory.limit_in_bytes", str(2 * GB))
+    write(root, pod + "memory.usage_in_bytes", str(GB + 100 * 2**20))
+    write(root, pod + "memory.stat", "cache 5\ntotal_inactive_file 104857600\n")        # 100 MiB droppable
+    status = memory.memory_status(root)
+    assert status.limit == 2 * GB and "binder/pod" in status.source
+    assert status.used == GB
+    assert status.available == GB                    # 2 GB limit - 1 GB working set (< 20 GB MemAvailable)
+    assert memory.memory_limit(root) == 2 * GB
+
+
+def test_v1_parent_limit_is_tighter(tmp_path):
+    root = str(tmp_path)
+    meminfo(root)
+    write(root, "proc/self/cgroup", "9:memory:/a/b\n")
+    write(root, "sys/fs/cgroup/memory/a/memory.limit_in_bytes", str(GB))
+    write(root, "sys/fs/cgroup/memory/a/b/memory.limit_in_bytes", "9223372036854771712")
+    write(root, "sys/fs/cgroup/memory/a/b/memory.usage_in_bytes", str(GB // 4))
+    assert memory.memory_status(root).limit == GB
+    assert memory.memory_status(root).available == GB - GB // 4
+
+
+def test_v2_walks_up_memory_max_and_subtracts_current(tmp_path):
+    root = str(tmp_path)
+    meminfo(root)
+    write(root, "proc/self/cgroup", "0::/user.slice/lab\n")
+    write(root, "sys/fs/cgroup/cgroup.controllers", "cpu memory")
+    write(root, "sys/fs/cgroup/user.slice/memory.max", str(2 * GB))
+    write(root, "sys/fs/cgroup/user.slice/lab/memory.max", "max")
+    write(root, "sys/fs/cgroup/user.slice/lab/memory.current", str(GB // 2))
+    write(root, "sys/fs/cgroup/user.slice/lab/memory.stat", "anon 1\ninactive_file 0\n")
+    status = memory.memory_status(root)
+    assert (status.limit, status.used, status.available) == (2 * GB, GB // 2, 2 * GB - GB // 2)
+
+
+def test_v2_namespace_root_and_machine_bound(tmp_path):
+    root = str(tmp_path)
+    meminfo(root, total_gb=8, available_gb=1)
+    write(root, "proc/self/cgroup", "0::/\n")                       # inside a cgroup namespace
+    write(root, "sys/fs/cgroup/memory.max", str(4 * GB))
+    write(root, "sys/fs/cgroup/memory.current", str(GB))
+    status = memory.memory_status(root)
+    assert status.limit == 4 * GB and status.available == GB      # the machine has only 1 GB free
+
+
+def test_no_cgroup_means_the_machine(tmp_path):
+    root = str(tmp_path)
+    meminfo(root, total_gb=16, available_gb=10)
+    status = memory.memory_status(root)
+    assert (status.limit, status.available) == (16 * GB, 10 * GB)
+
+
+def test_check_memory_compares_with_what_is_free(tmp_path):
+    root = str(tmp_path)
+    meminfo(root)
+    write(root, "proc/self/cgroup", "0::/pod\n")
+    write(root, "sys/fs/cgroup/pod/memory.max", str(2 * GB))
+    write(root, "sys/fs/cgroup/pod/memory.current", str(int(1.4 * GB)))  # two kernels already open
+    memory.check_memory(2, 100e6, root=root)                           # 0.2 GB + headroom fits in 0.6 GB
+    with pytest.raises(MemoryError, match=r"only 0\.6\d GB is free .*Shut down other notebooks"):
+        memory.check_memory(4, 100e6, "this step", root=root)          # would fit the limit, not what is free
+
+
+def test_this_machine_is_readable():
+    status = memory.memory_status()
+    assert 0 < status.available <= status.limit and cluster.memory_limit() == status.limit
