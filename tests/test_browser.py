@@ -112,8 +112,8 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     panel.screenshot(shot("interrupted"))
     said = snap.text + "\n".join(snap.errors)
     if "nterrupt" not in said:
-        problems.append(f"Interrupt did not stop the panel: it went on for {landed_s:.1f} s more and showed "
-                        f"{'a new result' if snap.differs(before) else 'nothing new'} (text: {short(snap.text, 2)!r})")
+        problems.append(f"Interrupt did not stop the panel: {landed_s:.1f} s later it showed "
+                        f"{'the finished result' if snap.differs(before) else 'nothing new'} (text: {short(snap.text, 2)!r})")
     for e in snap.errors:
         if len(e.strip().splitlines()) > 2:
             problems.append(f"after Interrupt the panel shows a {len(e.strip().splitlines())}-line traceback: {short(e)}")
