@@ -27,8 +27,6 @@ import pytest
 
 from browser_driver import ROOT, Browser, JupyterLab, Notebook, Snapshot, unavailable
 
-pytestmark = pytest.mark.slow
-
 CHAPTERS = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
 INTERRUPT_IN = {"04_gradient_compression.ipynb"}       # its panel computes for seconds: time to interrupt
 SHOTS = Path(os.environ.get("NETLAB_SCREENSHOTS", ROOT / "tests" / ".screenshots"))
@@ -129,7 +127,8 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     return problems
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.slow
+@pytest.mark.timeout(900)                              # a chapter took 4-6 min at load 20-40 on 2 cores
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_panels_work_in_jupyterlab(lab, browser, chapter):
     nb = Notebook(browser.page, lab, chapter)
@@ -170,3 +169,39 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
         lab.shut_down_kernels()
     assert not problems, f"{chapter} in JupyterLab {lab.versions()['jupyterlab']} (screenshots in {SHOTS}):\n" + \
         "\n".join(problems)
+
+
+# The checks themselves, on figures drawn here (no browser needed): a whole figure passes, a blank,
+# half-drawn, cut-off or appended one does not.
+def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False) -> str:
+    import base64
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
+    fig = Figure(figsize=(9, 3))
+    FigureCanvasAgg(fig)
+    for i, ax in enumerate(fig.subplots(1, 3)):
+        if i in draw_axes:
+            ax.bar(range(4), [3, 1, 4, 1])
+            ax.set_title(f"panel {i}")
+        else:
+            ax.set_axis_off()
+    buf = io.BytesIO()
+    if blank:
+        fig.clear()
+    # cut: a crop (inches) through the titles and tick labels, as when the bbox was measured on another layout
+    fig.savefig(buf, format="png", dpi=60, pad_inches=0.1,
+                bbox_inches=Bbox([[0.5, 0.5], [8.0, 2.7]]) if cut else "tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_figure_checks_pass_a_whole_figure_and_catch_broken_ones():
+    first = Snapshot("text", [_png_src()], [])
+    assert figure_problems(Snapshot("new text", [_png_src()], []), first) == []
+    assert any("blank" in p for p in figure_problems(Snapshot("t", [_png_src(blank=True)], []), first))
+    assert any("half drawn" in p for p in figure_problems(Snapshot("t", [_png_src(draw_axes=(0,))], []), first))
+    assert any("cut off" in p for p in figure_problems(Snapshot("t", [_png_src(cut=True)], []), first))
+    assert any("appended" in p for p in figure_problems(Snapshot("t", [_png_src(), _png_src()], []), first))
+    assert text_problems(Snapshot("error: TypeError: boom", [], [])) == ["the panel says 'error: TypeError: boom'"]
