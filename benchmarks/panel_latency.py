@@ -1,0 +1,88 @@
+"""Slider-to-new-figure latency of every chapter's panels, measured in a real browser.
+
+Starts JupyterLab (default settings) over a copy of labs/, opens each chapter in headless Chromium,
+runs all cells, then on each panel presses an arrow key on its first slider N times (right, then
+back left, ...) and times each from the key press to the moment the panel shows a new figure (the
+PNG in the page changes; for a setting the panel refuses, its text). Prints median and max per panel.
+The kernel runs with CI=1 (the chapters' CI sizes) unless --full is given.
+
+    .venv/bin/python benchmarks/panel_latency.py                 # every chapter, 5 changes per panel
+    .venv/bin/python benchmarks/panel_latency.py -n 10 labs/01_why_the_network.ipynb
+
+Needs /usr/bin/chromium (Debian's package) and the playwright Python package (the dev extra).
+The times include the browser and the machine's load: run it on an idle machine to compare with
+what a chapter's text promises.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from browser_driver import ROOT, Browser, JupyterLab, Notebook, unavailable  # noqa: E402
+
+
+def panel_latencies(nb: Notebook, panel, changes: int, timeout_s: float = 120) -> tuple[str, list[float]]:
+    """Seconds from each key press to a new figure (or new text) on the panel's first enabled slider."""
+    slider = next((c for c in panel.controls() if c["kind"] == "slider" and not c["disabled"]), None)
+    if slider is None:
+        return "(no slider)", []
+    times, direction = [], ("ArrowRight" if slider["now"] < slider["max"] else "ArrowLeft")
+    for i in range(changes):
+        before = panel.snapshot()
+        handle = panel._element(slider).locator(".noUi-handle")
+        handle.focus()
+        t0 = time.monotonic()
+        nb.page.keyboard.press(direction)
+        while time.monotonic() - t0 < timeout_s:
+            now = panel.snapshot()
+            if now.imgs != before.imgs or ("cannot run" in now.text and now.text != before.text):
+                break
+            time.sleep(0.02)
+        else:
+            raise TimeoutError(f"{nb.name}: no new figure {timeout_s:.0f} s after {direction} on '{slider['label']}'")
+        times.append(time.monotonic() - t0)
+        nb.wait_kernel("Idle", timeout_s, steady_s=0.3)
+        direction = "ArrowLeft" if direction == "ArrowRight" else "ArrowRight"   # stay near the start
+        slider = next(c for c in panel.controls() if c["label"] == slider["label"])
+    return slider["label"], times
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("chapters", nargs="*", help="notebooks (default: every chapter in labs/)")
+    ap.add_argument("-n", "--changes", type=int, default=5, help="slider changes per panel (default 5)")
+    ap.add_argument("--full", action="store_true", help="the chapters' full sizes (no CI=1 in the kernel)")
+    args = ap.parse_args(argv)
+    if args.changes < 1:
+        ap.error("--changes: must be at least 1")
+    reason = unavailable()
+    if reason:
+        sys.exit(f"cannot measure in a browser: {reason}")
+    chapters = [Path(c).name for c in args.chapters] or sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
+    env = {"CI": ""} if args.full else {}
+    with JupyterLab(env=env) as lab, Browser() as b:
+        v = lab.versions()
+        print(f"# slider-to-new-figure latency in headless Chromium; JupyterLab {v['jupyterlab']}, ipykernel "
+              f"{v['ipykernel']}, ipywidgets {v['ipywidgets']}; {args.changes} arrow-key changes per panel; "
+              f"CI={'0' if args.full else '1'}")
+        print(f"# {'chapter':32s} {'panel':>5s}  {'slider':22s} {'median':>8s} {'max':>8s}")
+        for chapter in chapters:
+            nb = Notebook(b.page, lab, chapter)
+            try:
+                nb.open()
+                nb.run_all()
+                for panel in nb.panels():
+                    label, times = panel_latencies(nb, panel, args.changes)
+                    if times:
+                        print(f"  {chapter:32s} {panel.index:5d}  {label:22s} {statistics.median(times):7.2f}s "
+                              f"{max(times):7.2f}s", flush=True)
+            finally:
+                lab.shut_down_kernels()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,418 @@
+"""Drive the chapters in JupyterLab in headless Chromium, the way a student does.
+
+`JupyterLab` starts a server on 127.0.0.1 over a temporary copy of labs/ with JupyterLab's default
+settings (user settings, workspaces and config are hidden behind temporary folders), and `Browser`
+opens it in the system's Chromium through Playwright (the Python package; it never downloads a
+browser). `Notebook` opens a chapter and runs all its cells from the Run menu; `Panel` finds a widget
+panel (a widget box that holds controls and an output area), changes its controls with the keyboard,
+the mouse and the selectors a person uses, and reads back what the panel shows: its text and the PNG
+figures it displays, decoded from the page.
+
+The DOM selectors are JupyterLab 4's and ipywidgets 8's (`.jp-OutputArea-output`, `.widget-output`,
+`.widget-slider`, `.noUi-handle`, ...); panels are found by their shape, not by a class of their own.
+Used by tests/test_browser.py and benchmarks/panel_latency.py.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import re
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import json
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("NETLAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1400, "height": 1000}            # px: the width the chapters are written for
+ERROR_MIME = "application/vnd.jupyter.error"
+STDERR_MIME = "application/vnd.jupyter.stderr"
+
+
+def unavailable() -> str | None:
+    """Why the browser tests cannot run here (one line), or None when they can."""
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium; or set NETLAB_CHROMIUM)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright Python package is not installed (pip install -e '.[dev]')"
+    if shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) is None:
+        return f"jupyter-lab is not installed beside {sys.executable} (pip install -e '.[lab]')"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterLab:
+    """A JupyterLab server over a copy of labs/, isolated from the user's settings; a context manager."""
+
+    def __init__(self, labs: Path = ROOT / "labs", env: dict | None = None, startup_s: float = 120):
+        self.labs, self.extra_env, self.startup_s = Path(labs), dict(env or {}), startup_s
+        self.port, self.token = free_port(), base64.b32encode(os.urandom(15)).decode().lower()
+        self.tmp = self.proc = None
+
+    def __enter__(self) -> "JupyterLab":
+        self.tmp = Path(tempfile.mkdtemp(prefix="netlab-lab-"))
+        root = self.tmp / "labs"
+        shutil.copytree(self.labs, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.trace.json"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_", "IPYTHON"))}
+        env.update(HOME=str(self.tmp / "home"), JUPYTER_CONFIG_DIR=str(self.tmp / "config"),
+                   JUPYTER_DATA_DIR=str(self.tmp / "data"), JUPYTER_RUNTIME_DIR=str(self.tmp / "runtime"),
+                   JUPYTERLAB_SETTINGS_DIR=str(self.tmp / "settings"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(self.tmp / "workspaces"), IPYTHONDIR=str(self.tmp / "ipython"),
+                   MPLCONFIGDIR=str(self.tmp / "matplotlib"), OMP_NUM_THREADS="1", CI="1")
+        env.update(self.extra_env)
+        (self.tmp / "home").mkdir()
+        cmd = [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+               f"--ServerApp.root_dir={root}"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self.log = open(self.tmp / "server.log", "wb")
+        self.proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + self.startup_s
+        while True:
+            try:
+                self.api("GET", "status")
+                return self
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    tail = (self.tmp / "server.log").read_text(errors="replace")[-2000:]
+                    self.__exit__()
+                    raise RuntimeError(f"JupyterLab did not start on port {self.port}:\n{tail}")
+                time.sleep(0.5)
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)          # the server, its kernels and their ranks
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if self.tmp is not None:
+            self.log.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def url(self, path: str = "lab") -> str:
+        sep = "&" if "?" in path else "?"
+        return f"http://127.0.0.1:{self.port}/{path}{sep}token={self.token}"
+
+    def api(self, method: str, path: str):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def shut_down_kernels(self):
+        """End every kernel (and with it its rank pool), as File > Shut Down All Kernels does."""
+        for kernel in self.api("GET", "kernels"):
+            self.api("DELETE", f"kernels/{kernel['id']}")
+
+    def versions(self) -> dict:
+        from importlib.metadata import version
+        return {p: version(p) for p in ("jupyterlab", "ipykernel", "ipywidgets", "matplotlib", "playwright")}
+
+
+class Browser:
+    """Headless system Chromium driven by Playwright; a context manager giving `page`."""
+
+    def __enter__(self) -> "Browser":
+        from playwright.sync_api import sync_playwright
+        self._pw = sync_playwright().start()
+        self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        self.page = self.browser.new_page(viewport=VIEWPORT)
+        return self
+
+    def __exit__(self, *exc):
+        self.browser.close()
+        self._pw.stop()
+
+
+# JavaScript run in the page. Panels: widget views in a cell's output (not nested in another widget's
+# output) that hold a `.widget-output` and at least one control. Each gets data-netlab-panel=i.
+_FIND_PANELS = """() => {
+  const views = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')]
+    .filter(v => !v.parentElement.closest('.widget-output'));
+  const panels = views.filter(v => v.querySelector('.widget-output') &&
+      v.querySelector('.widget-slider, .widget-dropdown, .widget-toggle-buttons, .widget-checkbox'));
+  panels.forEach((p, i) => p.setAttribute('data-netlab-panel', String(i)));
+  return panels.length;
+}"""
+
+_READ_PANEL = """(p) => {
+  const out = p.querySelector('.widget-output');
+  const imgs = [...out.querySelectorAll('img')].map(i => i.getAttribute('src') || '');
+  const errors = [...out.querySelectorAll('.jp-OutputArea-output')]
+    .filter(o => o.getAttribute('data-mime-type') === '""" + ERROR_MIME + """' ||
+                 (o.getAttribute('data-mime-type') === '""" + STDERR_MIME + """' && /Traceback|Error/.test(o.innerText)))
+    .map(o => o.innerText);
+  return {text: out.innerText, imgs: imgs, errors: errors};
+}"""
+
+_PAGE_ERRORS = """() => {
+  const found = [];
+  for (const o of document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')) {
+    const mime = o.getAttribute('data-mime-type'), text = o.innerText;
+    if (mime === '""" + ERROR_MIME + """') found.push(text);
+    else if (mime === '""" + STDERR_MIME + """' && /Traceback|Error/.test(text)) found.push(text);
+  }
+  for (const w of document.querySelectorAll('.jp-Notebook .jupyter-widgets, .jp-Notebook .jp-OutputArea-output')) {
+    const t = w.childElementCount === 0 ? w.innerText : '';
+    if (/Error displaying widget|Error rendering|model not found/.test(t)) found.push(t);
+  }
+  for (const w of document.querySelectorAll('.jp-Notebook .widget-error, .jp-Notebook .jupyter-widgets-error'))
+    found.push('failed widget: ' + w.innerText);
+  return found;
+}"""
+
+_CONTROLS = """(p) => {
+  const inPanelControls = el => !el.closest('.widget-output');
+  const label = el => (el.querySelector(':scope > .widget-label') || {innerText: ''}).innerText.trim();
+  const controls = [];
+  p.querySelectorAll('.widget-slider').forEach(el => {
+    if (!inPanelControls(el)) return;
+    const h = el.querySelector('.noUi-handle'), t = el.querySelector('.noUi-target');
+    if (!h) return;
+    controls.push({kind: 'slider', label: label(el),
+                   disabled: el.classList.contains('mod-disabled') || (t && t.hasAttribute('disabled')),
+                   now: +h.getAttribute('aria-valuenow'), min: +h.getAttribute('aria-valuemin'),
+                   max: +h.getAttribute('aria-valuemax')});
+  });
+  p.querySelectorAll('.widget-dropdown').forEach(el => {
+    if (!inPanelControls(el)) return;
+    const s = el.querySelector('select');
+    controls.push({kind: 'dropdown', label: label(el), disabled: s.disabled,
+                   options: [...s.options].map(o => o.value), now: s.selectedIndex});
+  });
+  p.querySelectorAll('.widget-toggle-buttons').forEach(el => {
+    if (!inPanelControls(el)) return;
+    const bs = [...el.querySelectorAll('button')];
+    controls.push({kind: 'toggle', label: label(el), disabled: bs.every(b => b.disabled),
+                   options: bs.map(b => b.innerText.trim()), now: bs.findIndex(b => b.classList.contains('mod-active'))});
+  });
+  p.querySelectorAll('.widget-checkbox').forEach(el => {
+    if (!inPanelControls(el)) return;
+    const c = el.querySelector('input[type=checkbox]');
+    controls.push({kind: 'checkbox', label: el.innerText.trim(), disabled: c.disabled, now: c.checked ? 1 : 0});
+  });
+  return controls;
+}"""
+
+
+@dataclass
+class Figure:
+    """One PNG a panel shows, decoded: size and how much of it is drawn."""
+    width: int
+    height: int
+    ink: float                       # fraction of pixels that are not near-white
+    dark: float                      # fraction of pixels dark enough to be text or lines
+    grid_ink: list                   # ink in each cell of a 2 x 3 grid (rows top, bottom; columns left to
+                                     # right): a half-drawn figure lacks a part the first figure had
+    edge_ink: float                  # ink in the 2-px frame: a tight bbox leaves it white, unless the
+                                     # figure was drawn with another layout than it was measured with
+
+    @classmethod
+    def from_src(cls, src: str) -> "Figure | None":
+        if not src.startswith("data:image/png;base64,"):
+            return None
+        import numpy as np
+        from PIL import Image
+        img = np.asarray(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).convert("L"), dtype=float)
+        h, w = img.shape
+        ink = img < 235
+        frame = np.concatenate([ink[:2].ravel(), ink[-2:].ravel(), ink[:, :2].ravel(), ink[:, -2:].ravel()])
+        grid = [[float(ink[r * h // 2:(r + 1) * h // 2, c * w // 3:(c + 1) * w // 3].mean()) for c in range(3)]
+                for r in range(2)]
+        return cls(w, h, float(ink.mean()), float((img < 100).mean()), grid, float(frame.mean()))
+
+
+@dataclass
+class Snapshot:
+    """What a panel shows: its output's text, its images' sources (data: URLs) and its error outputs."""
+    text: str
+    imgs: list
+    errors: list
+
+    @property
+    def figures(self) -> list:
+        return [Figure.from_src(src) for src in self.imgs]
+
+    def differs(self, other: "Snapshot") -> bool:
+        return self.text != other.text or self.imgs != other.imgs
+
+
+class Notebook:
+    """One chapter open in JupyterLab."""
+
+    def __init__(self, page, lab: JupyterLab, name: str):
+        self.page, self.lab, self.name = page, lab, name
+
+    def open(self, timeout_s: float = 120):
+        self.page.goto(self.lab.url(f"lab/tree/{self.name}?reset"), timeout=timeout_s * 1000)
+        self.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=timeout_s * 1000)
+        self.wait_kernel("Idle", timeout_s)
+        news = self.page.locator(".Toastify__toast button", has_text=re.compile(r"^\s*No\s*$"))  # Jupyter news?
+        if news.count():
+            news.first.click()
+
+    def menu(self, menu: str, item: str):
+        """Click a menu bar entry, then one of its items, as a person does."""
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=menu).first.click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=item).first.click()
+
+    def kernel_status(self) -> str:
+        """The kernel's state as the status bar shows it ('Idle', 'Busy', 'Starting', ...)."""
+        text = self.page.locator(".jp-StatusBar-Widget").first.inner_text()
+        for part in text.replace("\n", "|").split("|"):
+            part = part.strip()
+            if part in ("Idle", "Busy", "Starting", "Connecting", "Restarting", "Unknown", "Dead", "Initializing"):
+                return part
+        return "Unknown"
+
+    def wait_kernel(self, state: str = "Idle", timeout_s: float = 300, steady_s: float = 1.0) -> float:
+        """Wait until the kernel has been `state` for `steady_s` seconds; return the seconds waited."""
+        t0 = time.monotonic()
+        since = None
+        while time.monotonic() - t0 < timeout_s:
+            if self.kernel_status() == state:
+                since = since or time.monotonic()
+                if time.monotonic() - since >= steady_s:
+                    return time.monotonic() - t0
+            else:
+                since = None
+            time.sleep(0.1)
+        raise TimeoutError(f"{self.name}: kernel not {state} after {timeout_s:.0f} s")
+
+    def run_all(self, timeout_s: float = 300) -> float:
+        """Run > Run All Cells; wait until no cell is queued or running and the kernel is idle."""
+        t0 = time.monotonic()
+        self.menu("Run", "Run All Cells")
+        while time.monotonic() - t0 < timeout_s:
+            prompts = self.page.eval_on_selector_all(
+                ".jp-Notebook .jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.innerText.trim())")
+            if prompts and not any("*" in p for p in prompts) and all(p != "[ ]:" for p in prompts):
+                break
+            time.sleep(0.5)
+        else:
+            raise TimeoutError(f"{self.name}: Run All did not finish in {timeout_s:.0f} s")
+        self.wait_kernel("Idle", timeout_s - (time.monotonic() - t0), steady_s=2.0)
+        return time.monotonic() - t0
+
+    def errors(self) -> list[str]:
+        return self.page.evaluate(_PAGE_ERRORS)
+
+    def panels(self) -> list["Panel"]:
+        n = self.page.evaluate(_FIND_PANELS)
+        return [Panel(self, i) for i in range(n)]
+
+    def interrupt(self):
+        """The toolbar's Interrupt button (a square), what a student reaches for."""
+        self.page.locator('.jp-NotebookPanel-toolbar [data-command="notebook:interrupt-kernel"]').first.click()
+
+
+class Panel:
+    """A widget panel: controls above an output area."""
+
+    def __init__(self, notebook: Notebook, index: int):
+        self.nb, self.index = notebook, index
+        self.root = notebook.page.locator(f'[data-netlab-panel="{index}"]')
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(**self.root.evaluate(_READ_PANEL))
+
+    def controls(self) -> list[dict]:
+        return self.root.evaluate(_CONTROLS)
+
+    def _element(self, control: dict):
+        kinds = {"slider": ".widget-slider", "dropdown": ".widget-dropdown", "toggle": ".widget-toggle-buttons",
+                 "checkbox": ".widget-checkbox"}
+        same = [c for c in self.controls() if c["kind"] == control["kind"]]
+        i = next(i for i, c in enumerate(same) if c["label"] == control["label"])
+        return self.root.locator(kinds[control["kind"]]).nth(i)
+
+    def change(self, control: dict, how: str) -> str:
+        """Change one control as a person does; return a description of what was done."""
+        el, page = self._element(control), self.nb.page
+        el.scroll_into_view_if_needed()
+        if how == "key":
+            key = "ArrowRight" if control["now"] < control["max"] else "ArrowLeft"
+            el.locator(".noUi-handle").focus()
+            page.keyboard.press(key)
+            return f"{key} on slider '{control['label']}'"
+        if how == "drag":
+            handle = el.locator(".noUi-handle").bounding_box()
+            track = el.locator(".noUi-target").bounding_box()
+            span = control["max"] - control["min"]
+            notch = track["width"] / max(1.0, span)                     # px per unit of the slider's value
+            sign = -1 if control["now"] > (control["min"] + control["max"]) / 2 else 1
+            x, y = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+            page.mouse.move(x, y)
+            page.mouse.down()
+            for f in (0.3, 0.7, 1.0):                                   # a hand moves in several events
+                page.mouse.move(x + sign * notch * f, y)
+            page.mouse.up()
+            return f"drag of slider '{control['label']}' {'left' if sign < 0 else 'right'} by {notch:.0f} px"
+        if how == "choose":
+            if control["kind"] == "dropdown":
+                i = (control["now"] + 1) % len(control["options"])
+                el.locator("select").select_option(index=i)
+                return f"chose option {i} in dropdown '{control['label']}'"
+            if control["kind"] == "toggle":
+                i = (control["now"] + 1) % len(control["options"])
+                el.locator("button").nth(i).click()
+                return f"clicked '{control['options'][i]}' in '{control['label']}'"
+            el.locator("input[type=checkbox]").click()
+            return f"clicked checkbox '{control['label']}'"
+        raise ValueError(f"how: must be 'key', 'drag' or 'choose', got {how!r}")
+
+    def wait_change(self, before: Snapshot, timeout_s: float = 120, settle_s: float = 1.5) -> tuple[Snapshot, float]:
+        """Wait until the panel shows something new, then until it has stopped changing for `settle_s`
+        with the kernel idle (a figure may arrive after the text); return (snapshot, seconds waited)."""
+        t0 = time.monotonic()
+        last, since = before, time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
+            now = self.snapshot()
+            if now.differs(last):
+                last, since = now, time.monotonic()
+            elif last.differs(before) and time.monotonic() - since >= settle_s and self.nb.kernel_status() == "Idle":
+                return last, time.monotonic() - t0
+            time.sleep(0.1)
+        return self.snapshot(), time.monotonic() - t0
+
+    def plan(self, most: int = 3) -> list[tuple[dict, str]]:
+        """Up to `most` changes: the keyboard on one slider, a drag of another, a choice in a menu or toggle."""
+        enabled = [c for c in self.controls() if not c["disabled"]]
+        sliders = [c for c in enabled if c["kind"] == "slider" and c["max"] > c["min"]]
+        choices = [c for c in enabled if c["kind"] != "slider"]
+        steps = []
+        if sliders:
+            steps.append((sliders[0], "key"))
+        if len(sliders) > 1:
+            steps.append((sliders[1], "drag"))
+        elif sliders:
+            steps.append((sliders[0], "drag"))
+        if choices:
+            steps.append((choices[0], "choose"))
+        return steps[:most]
+
+    def screenshot(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.root.screenshot(path=str(path))

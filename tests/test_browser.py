@@ -1,0 +1,207 @@
+"""Every chapter's panels in a real browser: JupyterLab with its default settings, headless Chromium.
+
+nbval runs a chapter's cells in a kernel; a student runs them in JupyterLab, where a widget callback
+may run on another kernel thread ("Kernel Comms over subshells", on by default in JupyterLab 4.6) and
+Kernel > Interrupt is one click away. This test does what a student does: opens each chapter, runs
+all cells, then on every panel presses an arrow key on a slider, drags another slider, and picks an
+option in a menu or toggle, and after each change checks what the panel shows:
+- the text or the figure changed;
+- no output in the notebook shows an error, a traceback or a widget that failed to display;
+- the figure is replaced, not appended (same number of images as before);
+- the figure is drawn whole: a decoded PNG of about the first one's width and ink, with ink in both
+  halves and dark pixels for text and axes (a figure drawn by two threads at once is blank, half
+  drawn or a traceback).
+In chapter 4 it interrupts a computing panel from the toolbar and checks the interrupt lands (the
+panel says so in one line, not a traceback) and that the next change works.
+
+A screenshot of each panel after each change goes to $NETLAB_SCREENSHOTS (default tests/.screenshots/).
+Skips with one line of reason where Chromium or Playwright is missing (`.ci/run` installs both as root).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from browser_driver import ROOT, Browser, JupyterLab, Notebook, Snapshot, unavailable
+
+CHAPTERS = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
+INTERRUPT_IN = {"04_gradient_compression.ipynb"}       # its panel computes for seconds: time to interrupt
+SHOTS = Path(os.environ.get("NETLAB_SCREENSHOTS", ROOT / "tests" / ".screenshots"))
+
+
+@pytest.fixture(scope="module")
+def lab():
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"no browser test: {reason}")
+    with JupyterLab() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    with Browser() as b:
+        yield b
+
+
+def figure_problems(snap: Snapshot, first: Snapshot) -> list[str]:
+    """What is wrong with the figures a panel shows, judged against the panel's first figures."""
+    if "cannot run this setting" in snap.text and not snap.imgs:
+        return []                                      # a setting the panel refuses, in words: fine
+    problems = []
+    if len(snap.imgs) != len(first.imgs):
+        problems.append(f"shows {len(snap.imgs)} figure(s) where it first showed {len(first.imgs)}"
+                        + (" (appended, not replaced)" if len(snap.imgs) > len(first.imgs) else ""))
+    for i, (fig, ref) in enumerate(zip(snap.figures, first.figures)):
+        if fig is None:
+            problems.append(f"figure {i} is not a PNG")
+            continue
+        if fig.ink < 0.01:
+            problems.append(f"figure {i} is blank ({fig.ink:.1%} of pixels drawn)")
+        elif ref is not None:
+            missing = [(r, c) for r in range(2) for c in range(3)
+                       if ref.grid_ink[r][c] > 0.01 and fig.grid_ink[r][c] < 0.25 * ref.grid_ink[r][c]]
+            if missing:
+                where = ", ".join(f"{('top', 'bottom')[r]} {('left', 'middle', 'right')[c]}" for r, c in missing)
+                problems.append(f"figure {i} is half drawn: nearly empty at {where}, where the first figure was drawn")
+        if fig.edge_ink > 0.02:
+            problems.append(f"figure {i} is cut off at its edges ({fig.edge_ink:.0%} of its 2-px frame drawn)")
+        if fig.dark < 0.001:
+            problems.append(f"figure {i} has no text or lines ({fig.dark:.2%} dark pixels)")
+        if ref is not None and not 0.6 < fig.width / ref.width < 1.6:
+            problems.append(f"figure {i} is {fig.width} px wide where the first was {ref.width} px")
+        if ref is not None and ref.ink > 0 and not 0.33 < fig.ink / ref.ink < 3:
+            problems.append(f"figure {i} has {fig.ink:.1%} of pixels drawn where the first had {ref.ink:.1%}")
+    return problems
+
+
+def text_problems(snap: Snapshot) -> list[str]:
+    """Lines of the panel's text that report a failure (a panel may show an exception as one line)."""
+    return [f"the panel says {line.strip()!r}" for line in snap.text.splitlines()
+            if line.strip().startswith(("error:", "Error", "Traceback"))]
+
+
+def new_errors(nb: Notebook, seen: set) -> list[str]:
+    found = [e for e in nb.errors() if e not in seen]
+    seen.update(found)
+    return [short(e) for e in found]
+
+
+def short(text: str, lines: int = 4) -> str:
+    rows = text.strip().splitlines()
+    return " | ".join(rows[:lines]) + (f" | ... ({len(rows)} lines)" if len(rows) > lines else "")
+
+
+def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
+    """Start a slow change, press the toolbar's Interrupt, check it lands in one line and the next change works."""
+    problems = []
+    slider = next(c for c in panel.controls() if c["kind"] == "slider" and not c["disabled"])
+    before = panel.snapshot()
+    panel.change(slider, "key")
+    t0 = time.monotonic()                              # wait for a sign that it computes, then a second more
+    while time.monotonic() - t0 < 5 and nb.kernel_status() != "Busy" and "computing" not in panel.root.inner_text():
+        time.sleep(0.05)
+    time.sleep(1.0)
+    nb.interrupt()
+    snap, landed_s = panel.wait_change(before, timeout_s=120)
+    panel.screenshot(shot("interrupted"))
+    said = snap.text + "\n".join(snap.errors)
+    if "nterrupt" not in said:
+        problems.append(f"Interrupt did not stop the panel: {landed_s:.1f} s later it showed "
+                        f"{'the finished result' if snap.differs(before) else 'nothing new'} (text: {short(snap.text, 2)!r})")
+    for e in snap.errors:
+        if len(e.strip().splitlines()) > 2:
+            problems.append(f"after Interrupt the panel shows a {len(e.strip().splitlines())}-line traceback: {short(e)}")
+    slider = next(c for c in panel.controls() if c["label"] == slider["label"])
+    what = panel.change(slider, "key")
+    after, secs = panel.wait_change(snap)
+    panel.screenshot(shot("after-interrupt"))
+    if not after.differs(snap):
+        problems.append(f"after Interrupt, {what}: the panel did not change in {secs:.0f} s")
+    problems += [f"after Interrupt, {what}: {p}" for p in figure_problems(after, first)]
+    problems += [f"after Interrupt, {what}: the panel shows {short(e)}" for e in after.errors]
+    problems += [f"after Interrupt, {what}: {p}" for p in text_problems(after)]
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)                              # a chapter took 4-6 min at load 20-40 on 2 cores
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_panels_work_in_jupyterlab(lab, browser, chapter):
+    nb = Notebook(browser.page, lab, chapter)
+    stem = chapter.split("_")[0]
+    problems, seen = [], set()
+    try:
+        nb.open()
+        ran_s = nb.run_all()
+        problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
+        panels = nb.panels()
+        assert panels, f"{chapter}: no widget panel found after Run All"
+        for panel in panels:
+            name = f"ch{stem} panel {panel.index}"
+
+            def shot(tag, panel=panel):
+                return SHOTS / f"ch{stem}-panel{panel.index}-{tag}.png"
+            first = panel.snapshot()
+            panel.screenshot(shot("0-start"))
+            problems += [f"{name} after Run All: {p}" for p in figure_problems(first, first)]
+            if not first.imgs:
+                problems.append(f"{name} after Run All shows no figure (text: {short(first.text, 2)!r})")
+            for step, (control, how) in enumerate(panel.plan(), 1):
+                before = panel.snapshot()
+                what = panel.change(control, how)
+                after, secs = panel.wait_change(before)
+                panel.screenshot(shot(f"{step}-{how}"))
+                if not after.differs(before):
+                    problems.append(f"{name}, {what}: the panel did not change in {secs:.0f} s")
+                problems += [f"{name}, {what}: {p}" for p in figure_problems(after, first)]
+                problems += [f"{name}, {what}: the panel shows {short(e)}" for e in after.errors]
+                problems += [f"{name}, {what}: {p}" for p in text_problems(after)]
+                problems += [f"{name}, {what}: the notebook shows {e}" for e in new_errors(nb, seen)
+                             if not any(e == short(a) for a in after.errors)]
+            if chapter in INTERRUPT_IN and panel.index == len(panels) - 1:
+                problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot)]
+                problems += [f"{name} after Interrupt: the notebook shows {e}" for e in new_errors(nb, seen)]
+    finally:
+        lab.shut_down_kernels()
+    assert not problems, f"{chapter} in JupyterLab {lab.versions()['jupyterlab']} (screenshots in {SHOTS}):\n" + \
+        "\n".join(problems)
+
+
+# The checks themselves, on figures drawn here (no browser needed): a whole figure passes, a blank,
+# half-drawn, cut-off or appended one does not.
+def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False) -> str:
+    import base64
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
+    fig = Figure(figsize=(9, 3))
+    FigureCanvasAgg(fig)
+    for i, ax in enumerate(fig.subplots(1, 3)):
+        if i in draw_axes:
+            ax.bar(range(4), [3, 1, 4, 1])
+            ax.set_title(f"panel {i}")
+        else:
+            ax.set_axis_off()
+    buf = io.BytesIO()
+    if blank:
+        fig.clear()
+    # cut: a crop (inches) through the titles and tick labels, as when the bbox was measured on another layout
+    fig.savefig(buf, format="png", dpi=60, pad_inches=0.1,
+                bbox_inches=Bbox([[0.5, 0.5], [8.0, 2.7]]) if cut else "tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_figure_checks_pass_a_whole_figure_and_catch_broken_ones():
+    first = Snapshot("text", [_png_src()], [])
+    assert figure_problems(Snapshot("new text", [_png_src()], []), first) == []
+    assert any("blank" in p for p in figure_problems(Snapshot("t", [_png_src(blank=True)], []), first))
+    assert any("half drawn" in p for p in figure_problems(Snapshot("t", [_png_src(draw_axes=(0,))], []), first))
+    assert any("cut off" in p for p in figure_problems(Snapshot("t", [_png_src(cut=True)], []), first))
+    assert any("appended" in p for p in figure_problems(Snapshot("t", [_png_src(), _png_src()], []), first))
+    assert text_problems(Snapshot("error: TypeError: boom", [], [])) == ["the panel says 'error: TypeError: boom'"]
