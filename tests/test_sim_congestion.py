@@ -64,6 +64,23 @@ def test_dcqcn_flows_share_a_port_equally_as_the_reference_fluid_does():
     assert ours.sum() <= B * 1.001
 
 
+def test_dcqcn_reaches_max_min_at_steady_state():
+    """3 flows into h0 and a 4th sharing the first one's NIC: max-min gives C/3, C/3, C/3, 2C/3.
+
+    DCQCN's first cut overshoots and its additive increase (R_AI per timer) takes about 12 ms at
+    40 Gbit/s to climb back; from there the rates sit at the max-min point.
+    """
+    from netlab.sim.fabric import max_min_rates
+    topo = fabrics.fat_tree(4, nic=("40Gbit/s", "2us"))
+    r = congestion.run(topo, [4, 8, 12, 4], [0, 0, 0, 1], [1e9] * 4, transport="dcqcn", until=16e-3,
+                       record=True, sample=4e-6, dt=4e-6)
+    late = r.trace["t"] > 15e-3
+    ours = r.trace["rate"][late].mean(axis=0)
+    cap = {str(l): float(topo.capacity[l]) for p in r.paths for l in p}
+    fair = max_min_rates([[str(l) for l in p] for p in r.paths], cap)
+    assert ours == pytest.approx(fair, rel=0.03)
+
+
 def test_congestion_tree_spreads_pauses_and_slows_victims():
     topo = fabrics.fat_tree(4)
     on, off = hotspot.compare(topology=topo, k=4, senders=8, size=500e3, background=8,
@@ -81,6 +98,15 @@ def test_same_seed_same_numbers():
     assert np.array_equal(a.run.fct, b.run.fct) and np.array_equal(a.run.pause_s, b.run.pause_s)
     c = hotspot.incast_hotspot(topology=topo, k=4, senders=4, size=200e3, background=6, seed=4)
     assert not np.array_equal(a.run.fct, c.run.fct)
+
+
+def test_figure_draws_on_a_figure_object():
+    from matplotlib.figure import Figure
+    topo = fabrics.fat_tree(4)
+    on, off = hotspot.compare(topology=topo, k=4, senders=4, size=200e3, background=4, seed=0)
+    fig = Figure(figsize=(9, 3.5))
+    hotspot.draw(fig, on, off)
+    assert len(fig.axes) == 2
 
 
 @pytest.mark.parametrize("kw, word", [
