@@ -3,7 +3,6 @@
 Drivers here run with TMPDIR pointing at an empty folder, so "nothing left" is checked by listing it.
 """
 import os
-import queue  # noqa: F401  (jupyter_client raises queue.Empty)
 import shutil
 import signal
 import subprocess
@@ -65,6 +64,23 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+def execute(kc, code, timeout=120):
+    """Run code in a kernel; return (status, stdout text, error name)."""
+    msg_id = kc.execute(code)
+    out, ename = [], None
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            ename = msg["content"]["ename"]
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    return kc.get_shell_msg(timeout=timeout)["content"]["status"], "".join(out), ename
+
+
 @pytest.fixture
 def tmpdir_short():
     """An empty TMPDIR with a short path (a unix socket's path must fit in 108 bytes)."""
@@ -120,7 +136,6 @@ def test_a_normal_exit_removes_everything(tmpdir_short):
 
 def test_kernel_restart_leaves_nothing_behind(tmpdir_short):
     jupyter_client = pytest.importorskip("jupyter_client")
-    from test_kernel import execute
 
     tmpdir = tmpdir_short
     km = jupyter_client.KernelManager(kernel_name="python3")
