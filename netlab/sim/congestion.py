@@ -17,8 +17,8 @@ holding the flow's bytes queued at that link's output port. Per step:
   previous hop served in the step before (one step of store-and-forward per hop);
 * service: an output port sends capacity x dt, shared among its flows in proportion to the bytes
   each has there (a FIFO taken as a fluid); a paused port sends nothing;
-* drops: a switch port whose queue exceeds its buffer drops the excess, from each flow in
-  proportion to its bytes there; the sender sends dropped bytes again;
+* drops (drop-tail): a switch port whose queue exceeds its buffer drops the excess from what
+  arrived in that step, from each flow in proportion to its arrivals; the sender sends them again;
 * ECN: a switch port marks with RED's probability p(q) = 0 below Kmin, Pmax (q - Kmin)/(Kmax - Kmin)
   up to Kmax, 1 above; a flow sees 1 - prod(1 - p) over its path, one base RTT late;
 * PFC (IEEE 802.1Qbb, one priority), with ingress accounting as switches do it: the bytes a switch
@@ -227,10 +227,12 @@ def run(topology: Topology, src, dst, sizes, starts=None, *, transport: str = "d
             q = np.bincount(tl, b, minlength=E)
             over = np.maximum(q - buffer, 0.0) * switch_port
             if over.any():
-                cut = np.where(q > 0, over / q, 0.0)[tl] * b          # (T,) dropped bytes
+                came = np.bincount(tl, arrive, minlength=E)           # drop-tail: what arrived and did not fit
+                cut = np.minimum(np.where(came > 0, over / came, 0.0)[tl] * arrive, b)   # (T,) dropped bytes
                 b -= cut
-                q -= over
-                drops += over
+                gone = np.bincount(tl, cut, minlength=E)
+                q -= gone
+                drops += gone
                 dropped = np.bincount(tf, cut, minlength=F)
                 lost += dropped
                 unsent += dropped
