@@ -32,7 +32,9 @@ Transports (``TRANSPORTS``):
 * ``dcqcn``: rate-based, DCQCN's fluid model (Zhu, Ghobadi, Misra, Padhye, "ECN or Delay",
   CoNEXT'16; the same equations as ``netlab.fabric.fluid``), per flow: rate cut
   R_C <- R_C (1 - alpha/2) at the rate CNPs arrive, alpha with g = 1/256, recovery toward R_T by
-  the byte counter and the timer, additive increase R_AI. Paper defaults.
+  the byte counter and the timer, additive increase R_AI. Paper defaults. Without hyper increase
+  the first cut of a synchronized start overshoots and the climb back is R_AI per timer: 3 flows
+  into a 40 Gbit/s port take about 12 ms to reach their max-min shares (a test checks the shares).
 * ``reno``: loss-based AIMD on a window of bytes, ACK-clocked: slow start from 10 packets, +1
   packet per window in congestion avoidance, halved once per RTT on a loss, at most window bytes
   in flight. A flow that loses all but 3 packets of a window cannot fast-retransmit (fewer than 3
