@@ -48,6 +48,19 @@ def test_bytes_are_conserved(tree):
     assert r.lost.sum() > 0
 
 
+def test_reno_incast_collapses_with_a_200ms_rto_and_not_with_200us():
+    """Vasudevan et al., SIGCOMM'09: N x 256 KB into a 1 Gbit/s port with a shallow buffer; RTOmin decides."""
+    topo = fabrics.fat_tree(4, nic=("1Gbit/s", "25us"))
+    n, B = 14, topo.capacity[0]
+    goodput = {}
+    for rto in (200e-3, 200e-6):
+        r = congestion.run(topo, np.arange(2, 2 + n), np.zeros(n, int), [256e3] * n, transport="reno",
+                           buffer=32e3, ecn=None, rto_min=rto, dt=5e-6)
+        assert r.timeouts.sum() > 0
+        goodput[rto] = n * 256e3 / np.nanmax(r.fct) / B
+    assert goodput[200e-3] < 0.2 and goodput[200e-6] > 0.9
+
+
 def test_dcqcn_flows_share_a_port_equally_as_the_reference_fluid_does():
     from netlab.fabric.fluid import dcqcn_fluid
     topo = fabrics.fat_tree(4, nic=("40Gbit/s", "2us"))

@@ -10,7 +10,9 @@ PFC the hot port's upstream links are paused, their own queues fill and pause th
 them, up through the aggregation and core layers (a congestion tree; Guo et al., "RDMA over
 Commodity Ethernet at Scale", SIGCOMM'16): background flows that never touch the receiver but
 cross a paused link lose throughput (victims). Without PFC the hot port drops the incast's excess
-and the background keeps its rate. The model is ``congestion.run``'s fluid; see there for what it
+and the background keeps its rate -- except where incast flows at line rate collide with it on an
+upstream link before DCQCN has cut them: there both lose bytes, and such a background flow is
+faster with PFC (the default run has both kinds; ``victims_slowdown`` shows which). The model is ``congestion.run``'s fluid; see there for what it
 leaves out. ``draw`` puts the comparison on a ``matplotlib.figure.Figure``.
 """
 from __future__ import annotations
