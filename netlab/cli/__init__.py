@@ -17,6 +17,7 @@ COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(pa
     "ps": "parameter-server training: step time, per-server bytes, accuracy (chapter 3)",
     "compress": "gradient compression: accuracy, bytes per step, step time (chapter 4)",
     "sim": "collectives on thousands of simulated ranks over a modelled fabric (chapter 5)",
+    "analyze": "where a traced step's time went: breakdown, overlap, straggler, NIC utilisation (chapter 7)",
 }
 
 
