@@ -99,7 +99,7 @@ def straggler(trace: Trace, min_share: float = 0.01) -> dict:
         durations = [c[k].end - c[k].start for c in per_rank]
         mean = sum(durations) / len(durations)
         std = (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5
-        if mean >= min_share * trace.makespan and std > max(spread, 1e-6 * mean):   # 1e-6: rounding, not lateness
+        if mean >= min_share * trace.makespan and std > max(spread, 1e-3 * mean):   # under 0.1 %: rounding, not a late rank
             best, spread = k, std
     if best is None:                                    # every rank spent the same time in every collective
         return {"rank": None, "lag_s": 0.0, "collective": None, "starts_s": {}, "durations_s": {}}

@@ -110,3 +110,25 @@ def test_wall_clock_trace():
         assert r["compute_s"] > 0 and r["comm_s"] > 0
         assert r["compute_s"] + r["exposed_comm_s"] + r["idle_s"] == pytest.approx(r["span_s"], rel=1e-9)
     assert analysis.straggler(tr)["rank"] in (0, 1) and analysis.critical_path(tr)
+
+
+def test_cli_step_overlap_and_analyze(tmp_path, capsys):
+    from netlab.cli import main
+    path = str(tmp_path / "step.json")
+    assert main(["step", "--ranks", "2", "--width", "256", "--layers", "4", "--bucket", "100K", "--overlap",
+                 "--json", "--trace", path]) == 0
+    step = json.loads(capsys.readouterr().out)
+    assert len(step["buckets"]) > 1 and step["exposed_comm_s"] > 0 and 0 < step["overlap_frac"] < 1
+    assert main(["analyze", path, "--json", "--hta", str(tmp_path / "hta")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["breakdown"][0]["exposed_comm_s"] == pytest.approx(step["exposed_comm_s"])
+    assert report["straggler"]["rank"] is None and (tmp_path / "hta" / "rank_1.json").exists()
+
+
+def test_cli_bad_input(tmp_path, capsys):
+    from netlab.cli import main
+    assert main(["step", "--bucket", "0"]) == 2
+    assert "bucket" in capsys.readouterr().err
+    (tmp_path / "x.json").write_text("{}")
+    assert main(["analyze", str(tmp_path / "x.json")]) == 2
+    assert "not a netlab trace" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
     python -m netlab step --ranks 8 --bandwidth 10Gbit/s --latency 5us --json
     python -m netlab step --ranks 8 --preset 100GbE --width 2048
+    python -m netlab step --ranks 8 --bucket 1M --overlap --json      # DDP buckets during backward
     torchrun --nproc-per-node 4 -m netlab step --wall         # a real cluster, wall clock
 """
 from __future__ import annotations
@@ -27,6 +28,8 @@ def add_parser(p) -> None:
     p.add_argument("--efficiency", type=float, default=0.5, help="fraction of the device's peak reached (default 0.5)")
     p.add_argument("--wall", action="store_true", help="no emulated network: time the real run with the wall clock")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace of the step to FILE")
+    p.add_argument("--bucket", default=None, help="DDP gradient bucket capacity, e.g. 1M (bytes; default: one flat all-reduce)")
+    p.add_argument("--overlap", action="store_true", help="all-reduce each bucket during the backward pass (DDP's overlap)")
     p.add_argument("--json", action="store_true", help="print JSON (seconds of the clock in use)")
 
 
@@ -42,7 +45,8 @@ def main(args) -> int:
         validate.writable_file(args.trace, "trace")
     r = measure_step(ranks=ranks, bandwidth=args.bandwidth, latency=args.latency, preset=args.preset,
                      width=args.width, layers=args.layers, batch=args.batch, algo=args.algo,
-                     device=args.device, efficiency=args.efficiency, emulate=not args.wall)
+                     device=args.device, efficiency=args.efficiency, emulate=not args.wall,
+                     bucket=args.bucket, overlap=args.overlap)
     if args.trace and int(os.environ.get("RANK", "0")) == 0:
         r.trace.save(args.trace)
     share = r.comm_s / r.total_s if r.total_s else 0.0
@@ -53,6 +57,9 @@ def main(args) -> int:
         f"  device   {r.setup['device']} at {r.setup['efficiency']:.0%} of peak   clock: {r.clock}",
         f"  compute  {fmt_time(r.compute_s)}",
         f"  comm     {fmt_time(r.comm_s)}  ({share:.0%} of the step)",
+        *([f"  buckets  {len(r.setup['buckets'])} ({'overlapped' if r.setup['overlap'] else 'after backward'}), "
+           f"exposed comm {fmt_time(r.setup['exposed_comm_s'])}, overlap {r.setup['overlap_frac']:.0%}"]
+          if "buckets" in r.setup else []),
         f"  total    {fmt_time(r.total_s)}",
         f"  loss     {r.loss:.4f}",
     ])
