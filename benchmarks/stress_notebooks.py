@@ -6,8 +6,8 @@
 What it does: starts `load` x (number of cores) busy-loop processes, then executes each chapter in
 labs/ with a stock nbclient (CI=1, a fresh kernel per chapter, the kernel JupyterLab would start)
 `runs` times. A *stall* is a cell whose execute_reply came more than --stall-gap seconds after the
-kernel went idle for it (or never came: the cell reached --timeout): the kernel had finished and
-the client did not see it. That is the signature of the lost wake-up described in
+kernel went idle for it, or never came (the cell reached --timeout), or whose idle status never
+came: the kernel had finished and the client did not see it. That is the signature of the lost wake-up described in
 tests/test_headless_stall.py; a cell that is merely slow under load goes idle and replies together.
 Cells slower than --slow-after seconds are listed too, as information. For every stall the script
 prints what the client received for that cell and when (iopub busy, execute_input, outputs, iopub
@@ -22,6 +22,7 @@ demand, not in CI: it loads the machine on purpose.
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing as mp
 import os
 import shutil
@@ -107,12 +108,12 @@ async def kernel_diagnosis(client: RecordingClient) -> list[str]:
 
 
 def late_reply(events) -> float | None:
-    """Seconds from the cell's iopub idle to its execute_reply (None: it never replied)."""
+    """Seconds from the cell's iopub idle to its execute_reply (None: no reply; inf: no idle)."""
     idle = next((t for t, w in events if w.startswith("status:idle")), None)
     reply = next((t for t, w in events if w.startswith("execute_reply")), None)
     if reply is None:
         return None
-    return 0.0 if idle is None else reply - idle
+    return math.inf if idle is None else reply - idle
 
 
 def run_chapter(path: Path, timeout: float, stall_gap: float, slow_after: float) -> dict:
