@@ -40,7 +40,8 @@ def example(collective: str, algo: str | None = None, ranks: int = 4, n: int = 4
     res = cluster.run(_example, collective, algo, n, ranks=ranks)
     print(f"{collective} ({algo}) on {ranks} ranks")
     for r, (before, after) in enumerate(res.values):
-        note = "" if collective != "reduce" or r == 0 else "   (not the root: partial sums left behind)"
+        note = ("" if collective != "reduce" or r == 0 else
+                "   (not the root: a partial sum)" if after != before else "   (not the root: only sent, unchanged)")
         print(f"  rank {r}: before {before!s:<22} after {after}{note}")
     return res.values
 
