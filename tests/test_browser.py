@@ -115,7 +115,7 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     for e in snap.errors:
         if len(e.strip().splitlines()) > 2:
             problems.append(f"after Interrupt the panel shows a {len(e.strip().splitlines())}-line traceback: {short(e)}")
-    slider = next(c for c in panel.controls() if c["label"] == slider["label"])
+    slider = panel.control(slider)
     what = panel.change(slider, "key")
     after, secs = panel.wait_change(snap)
     panel.screenshot(shot("after-interrupt"))
