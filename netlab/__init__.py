@@ -3,6 +3,11 @@
 Real torch.distributed ranks (gloo on CPU) move real tensors; an emulated network turns bytes into
 (virtual) time. Start with ``netlab.run(fn, ranks=4, network=netlab.network('10Gbit/s', '5us'))``.
 """
+from . import _interrupt
+
+if _interrupt.running_as_command():        # first, before torch: Ctrl-C at any moment gives one line
+    _interrupt.install()
+
 from .cluster import (Cluster, Interrupted, RankDied, RankError, RankTimeout, RunResult, run, set_idle_timeout,
                       shutdown)
 from .comm import Comm

@@ -96,8 +96,10 @@ def adopt_multiprocessing_tempdir() -> None:
     """Put multiprocessing's pymp-XXXX folder (the fork server's socket) inside this driver's folder.
 
     multiprocessing removes it from an exit handler, which SIGKILL and a kernel restart skip; inside
-    our folder the next driver's sweep takes it. Does nothing if multiprocessing already made one.
+    our folder the next driver's sweep takes it. Does nothing if multiprocessing already made one,
+    or if TMPDIR is so long that the socket's path would not fit.
     """
     config = mp_process.current_process()._config
-    if config.get("tempdir") is None:
+    # the socket's path must fit in sun_path (108 bytes): .../pymp-XXXXXXXX/listener-XXXXXXXX
+    if config.get("tempdir") is None and len(driver_dir()) + 32 < 104:
         config["tempdir"] = tempfile.mkdtemp(prefix="pymp-", dir=driver_dir())

@@ -20,8 +20,10 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import collectives, cost
+from . import collectives, cost, validate
 from .net.network import Network
+
+MAX_ITERS = 10_000              # nccl-tests runs 20; more only adds time (and memory: one buffer each)
 
 DTYPES = {"float": torch.float32, "float32": torch.float32, "half": torch.float16, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "double": torch.float64, "float64": torch.float64,
@@ -96,9 +98,13 @@ def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check
     return out
 
 
-def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None = None, dtype: str = "float",
-          check: bool = False, iters: int = 5, warmup: int = 1, timeout: float = 600.0) -> list[dict]:
-    """One row per size: collective, algo, ranks, bytes, count, type, time_s, predicted_s, algbw/busbw (GB/s)."""
+def check_bench(collective: str, algo: str, ranks: int, sizes, network: Network | None, dtype: str, check: bool,
+                iters: int, warmup: int) -> tuple[str, str]:
+    """Every setting of ``bench``, checked before a rank starts; returns (collective, algorithm) resolved.
+
+    Refuses, with the estimate, what would not fit in memory: on the wall clock (or with ``check``)
+    every rank holds ``iters`` buffers of the largest size, plus three for the check and the warm-up.
+    """
     from . import cluster
     if algo == "torch":
         if network is not None:
@@ -108,9 +114,29 @@ def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None
         collective, algo = collectives.resolve(collective, algo)
     if dtype not in DTYPES:
         raise ValueError(f"dtype: unknown {dtype!r}; choose one of {', '.join(DTYPES)}")
-    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
-        raise ValueError(f"iters: must be a whole number >= 1, got {iters!r}")
+    validate.whole(iters, "iters", 1, MAX_ITERS)
+    validate.whole(warmup, "warmup", 0, MAX_ITERS)
     cluster.check_ranks(ranks)
+    if not sizes:
+        raise ValueError("sizes: no size given")
+    if network is not None and network.ranks_per_host > 1:
+        if network.ranks_per_host > ranks:
+            raise ValueError(f"ranks_per_host: {network.ranks_per_host} ranks per host but only {ranks} ranks")
+        if algo.startswith("hierarchical") and ranks % network.ranks_per_host:
+            raise ValueError(f"ranks_per_host: {algo} needs whole hosts: {ranks} ranks are not a multiple of "
+                             f"{network.ranks_per_host}")
+    if (check or network is None) and not cluster.under_torchrun():
+        buffers = (iters if network is None else 0) + 3
+        validate.too_big("sizes", ranks * buffers * max(sizes), 0.9 * cluster.memory_limit(),
+                         f"{ranks} ranks x {buffers} buffers x {max(sizes):.3g} B of memory", " B")
+    return collective, algo
+
+
+def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None = None, dtype: str = "float",
+          check: bool = False, iters: int = 5, warmup: int = 1, timeout: float = 600.0) -> list[dict]:
+    """One row per size: collective, algo, ranks, bytes, count, type, time_s, predicted_s, algbw/busbw (GB/s)."""
+    from . import cluster
+    collective, algo = check_bench(collective, algo, ranks, sizes, network, dtype, check, iters, warmup)
     real = check or network is None
     if real and not cluster.under_torchrun():
         cluster.check_memory(ranks, 60e6 + 4 * max(sizes), "this benchmark")

@@ -50,6 +50,10 @@ from .net.presets import Device
 from .trace import Trace
 
 MAX_RANKS = int(os.environ.get("NETLAB_MAX_RANKS", "16"))
+if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    # importing torch._dynamo (torch.utils.flop_counter does) creates $TMPDIR/torchinductor_<user>;
+    # keep it in this driver's folder instead, and the fork server and ranks inherit the setting
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_rundir.driver_dir(), "torchinductor")
 DEFAULT_TIMEOUT = 60.0
 
 
@@ -130,7 +134,6 @@ class Cluster:
         # every file below lives in this driver's folder, swept by the next driver if this one is killed
         self._dir = tempfile.mkdtemp(prefix="rendezvous-", dir=_rundir.driver_dir())   # private (0700)
         _rundir.adopt_multiprocessing_tempdir()                # the fork server's socket folder
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_rundir.driver_dir(), "torchinductor"))
         self._oom = None
         self._status = ctx.Array("c", world_size * _worker.STATUS_BYTES, lock=False)
         alive_r, self._alive = ctx.Pipe(duplex=False)

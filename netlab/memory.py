@@ -138,19 +138,39 @@ def memory_limit(root: str = "/") -> int:
     return memory_status(root).limit
 
 
-def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/") -> None:
+def private_bytes(pid: int, root: str = "/") -> int:
+    """Memory only this process holds (Private_Clean + Private_Dirty, from smaps_rollup), in bytes; 0 if gone."""
+    total = 0
+    for line in (_read(os.path.join(root, f"proc/{pid}/smaps_rollup")) or "").splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Private_Clean", "Private_Dirty") and rest.split():
+            total += int(rest.split()[0]) * 1024
+    return total
+
+
+def _pool_pids() -> list[int]:
+    from . import cluster
+    pool = cluster._default
+    return list(pool.pids) if pool is not None and pool.alive else []
+
+
+def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/",
+                 held: list[int] | None = None) -> None:
     """Refuse, with a clear error, a run whose ranks would not fit in the memory that is free now.
 
+    `held`: pids of ranks the run will reuse or replace (default: the shared pool's). Their own
+    memory is already counted as used, so up to `per_rank_bytes` each of it is counted as free.
     Raising MemoryError here is better than what happens otherwise: the OOM killer ends a rank, or
     the whole kernel, without a word.
     """
     need = ranks * per_rank_bytes
     status = memory_status(root)
-    if need + MEMORY_HEADROOM > status.available:
+    reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (_pool_pids() if held is None else held))
+    if need + MEMORY_HEADROOM > status.available + reusable:
         gb = 1e9
         raise MemoryError(
             f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB) plus "
-            f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {status.available / gb:.2f} GB is free "
-            f"({status.used / gb:.2f} GB of {status.limit / gb:.2f} GB in use; limit from {status.source}). "
-            "Shut down other notebooks' kernels (or run netlab.shutdown() in them), or use fewer ranks or a "
-            "smaller size.")
+            f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {(status.available + reusable) / gb:.2f} GB is free "
+            f"({status.used / gb:.2f} GB of {status.limit / gb:.2f} GB in use, {reusable / gb:.2f} GB of it by this "
+            f"notebook's own ranks; limit from {status.source}). Shut down other notebooks' kernels (or run "
+            "netlab.shutdown() in them), or use fewer ranks or a smaller size.")

@@ -1,7 +1,13 @@
-"""Matplotlib figures the chapters share: per-rank timelines, step breakdowns, scaling curves.
+"""Matplotlib figures the chapters share, and the lab's one visual language.
 
 Every function draws into a given Axes (or a new figure) and returns the figure, so a widget
 panel can redraw into one Output without leaking figures (important on a 2 GB Binder).
+
+The visual language, kept across chapters: one colour, marker and line style per collective
+algorithm (``ALGORITHMS``) and per compression method (``METHODS``: a hue per family -- blues for
+quantizers, greens for sparsifiers, purples for low rank -- and the fp32 baseline always black,
+dashed); lines labelled at their right end (``label_lines``) or small multiples instead of long
+legends; titles short enough to fit; a unit on every axis.
 """
 from __future__ import annotations
 
@@ -10,6 +16,55 @@ import matplotlib.pyplot as plt
 from .trace import Trace
 
 COLORS = {"compute": "#4c72b0", "send": "#dd8452", "recv": "#55a868", "idle": "#dddddd"}
+
+# collective algorithms: (colour, marker, line style); algorithms with equal costs never look alike
+ALGORITHMS = {
+    "naive": ("#7f7f7f", "s", (0, (1, 1))), "ring": ("#1f77b4", "o", "-"), "tree": ("#2ca02c", "^", "--"),
+    "recursive_doubling": ("#d62728", "D", "-."), "halving_doubling": ("#9467bd", "v", (0, (5, 1, 1, 1, 1, 1))),
+    "hierarchical": ("#ff7f0e", "P", "--"), "hierarchical_rail": ("#8c564b", "X", "-"),
+    "scatter_allgather": ("#17becf", "h", ":"), "torch": ("#bcbd22", "*", ":"),
+}
+# compression methods: a hue per family; fp32 ("none") black and dashed everywhere
+METHODS = {
+    "none": ("black", "", "--"), "fp16": ("#08519c", "o", "-"), "bf16": ("#6baed6", "s", ":"),
+    "int8": ("#2171b5", "^", "-"), "qsgd": ("#4292c6", "v", "-."), "terngrad": ("#5a8fc0", "D", "--"),
+    "sign": ("#d94801", "o", "-"), "majority": ("#fd8d3c", "s", "--"),
+    "topk": ("#006d2c", "o", "-"), "randomk": ("#41ab5d", "^", "--"), "threshold": ("#74c476", "v", "-."),
+    "dgc": ("#00441b", "D", ":"), "powersgd": ("#6a51a3", "P", "-"),
+}
+
+
+def algorithm_style(algo: str) -> dict:
+    """plot() keywords for a collective algorithm: the same look in every chapter."""
+    colour, marker, line = ALGORITHMS.get(algo, ("#333333", "o", "-"))
+    return {"color": colour, "marker": marker, "linestyle": line}
+
+
+def method_style(label: str) -> dict:
+    """plot() keywords for a compression method or its label ('topk (ratio=0.01)'); rank 2 a lighter line."""
+    name = label.split(" ")[0]
+    colour, marker, line = METHODS.get(name, ("#333333", "o", "-"))
+    style = {"color": colour, "marker": marker or None, "linestyle": line}
+    if "rank=2" in label:
+        style.update(color="#9e9ac8", linestyle="--")
+    return style
+
+
+def label_lines(ax, lines: dict, fontsize: float = 8, min_gap: float = 0.045):
+    """Write each line's name at its right end instead of a legend; nudge labels apart (axes fraction).
+
+    lines: name -> (xs, ys, colour). Works on log or linear axes (positions in display space).
+    """
+    ends = []
+    for name, (xs, ys, colour) in lines.items():
+        if len(xs):
+            x, y = ax.transData.transform((xs[-1], ys[-1]))
+            ends.append([ax.transAxes.inverted().transform((x, y))[1], name, colour])
+    ends.sort()
+    for i in range(1, len(ends)):                                   # keep labels min_gap apart, bottom up
+        ends[i][0] = max(ends[i][0], ends[i - 1][0] + min_gap)
+    for y, name, colour in ends:
+        ax.annotate(name, xy=(1.01, y), xycoords="axes fraction", color=colour, fontsize=fontsize, va="center")
 
 
 def _axes(ax, figsize):
@@ -26,10 +81,15 @@ def _scale(seconds: float) -> tuple[float, str]:
     return 1e9, "ns"
 
 
-def timeline(trace: Trace, ax=None, title: str | None = None):
-    """One row per rank: compute (blue), sending (orange, upper half), receiving (green, lower half)."""
+def timeline(trace: Trace, ax=None, title: str | None = None, span_s: float | None = None):
+    """One row per rank: compute (blue), sending (orange, upper half), receiving (green, lower half).
+
+    span_s: the time axis runs from 0 to span_s (seconds) in the unit it suggests, so a breakdown
+    drawn with the same span lines up with it (default: the trace's makespan)."""
     fig, ax = _axes(ax, (9, 0.45 * trace.world_size + 1.2))
-    factor, unit = _scale(trace.makespan or 1.0)
+    span_s = span_s or trace.makespan or 1.0
+    factor, unit = _scale(span_s)
+    ax.set_xlim(0, span_s * factor)
     for r in range(trace.world_size):
         ax.broken_barh([(0, trace.clocks[r] * factor)], (r - 0.4, 0.8), color=COLORS["idle"], zorder=0)
         for e in trace.of(r):
@@ -51,11 +111,14 @@ def timeline(trace: Trace, ax=None, title: str | None = None):
     return fig
 
 
-def breakdown(compute_s: float, comm_s: float, ax=None, title: str = "one training step"):
-    """A single horizontal bar: compute then communication, with the share of each."""
+def breakdown(compute_s: float, comm_s: float, ax=None, title: str = "one training step",
+              span_s: float | None = None):
+    """A single horizontal bar: compute then communication, with the share of each (span_s: as timeline's)."""
     fig, ax = _axes(ax, (9, 1.6))
     total = compute_s + comm_s
-    factor, unit = _scale(total or 1.0)
+    span_s = span_s or total or 1.0
+    factor, unit = _scale(span_s)
+    ax.set_xlim(0, span_s * factor)
     ax.barh([0], [compute_s * factor], color=COLORS["compute"], label=f"compute {compute_s / total:.0%}" if total else "compute")
     ax.barh([0], [comm_s * factor], left=[compute_s * factor], color=COLORS["send"],
             label=f"communication {comm_s / total:.0%}" if total else "communication")
@@ -118,33 +181,50 @@ def contributions(grid, ax=None, title: str = ""):
 
 
 def time_vs_size(rows: list[dict], ax=None, crossovers: dict | None = None):
-    """Collective time against message size, one colour per algorithm: markers measured, lines formula."""
-    fig, ax = _axes(ax, (7.5, 4.2))
-    for i, algo in enumerate(dict.fromkeys(r["algo"] for r in rows)):
+    """Collective time against message size: markers measured, lines formula, labelled at their ends.
+
+    Algorithms whose costs coincide (ring and naive on 2 ranks; tree and halving-doubling at some
+    sizes) stay visible: each has its own colour, marker and line style, and markers are offset a
+    little along x (drawn at S * 1.06^i, the formula lines at S).
+    """
+    fig, ax = _axes(ax, (8.5, 4.4))
+    algos = list(dict.fromkeys(r["algo"] for r in rows))
+    ends = {}
+    for i, algo in enumerate(algos):
         sub = [r for r in rows if r["algo"] == algo]
-        color = f"C{i}"
-        ax.plot([r["bytes"] for r in sub], [r["predicted_s"] for r in sub], "-", color=color, alpha=0.6)
-        ax.plot([r["bytes"] for r in sub], [r["time_s"] for r in sub], "o", color=color, ms=4, label=algo)
+        st = algorithm_style(algo)
+        xs = [r["bytes"] for r in sub]
+        ax.plot(xs, [r["predicted_s"] for r in sub], linestyle=st["linestyle"], color=st["color"], lw=1.4, alpha=0.8)
+        shift = 1.06 ** (i - (len(algos) - 1) / 2)
+        ax.plot([x * shift for x in xs], [r["time_s"] for r in sub], st["marker"], color=st["color"], ms=5,
+                mfc="white" if i % 2 else st["color"], label=algo)
+        ends[algo] = (xs, [r["predicted_s"] for r in sub], st["color"])
     for label, nbytes in (crossovers or {}).items():
         if nbytes:
-            ax.axvline(nbytes, color="grey", ls=":", lw=1.2, label=f"{label}: {nbytes / 1e6:.2g} MB")
+            ax.axvline(nbytes, color="grey", ls=":", lw=1.2)
+            ax.annotate(f"{label}\n{nbytes / 1e6:.2g} MB", xy=(nbytes, 0.98), xycoords=("data", "axes fraction"),
+                        fontsize=8, color="grey", va="top", ha="right")
     ax.set(xscale="log", yscale="log", xlabel="message size S (bytes)", ylabel="time (s)",
-           title="measured (dots) and formula (lines)")
-    ax.legend(frameon=False, fontsize=9)
+           title="all-reduce time: measured (markers), formula (lines)")
     ax.grid(alpha=0.3, which="both")
+    label_lines(ax, ends)
     fig.tight_layout()
     return fig
 
 
 def time_vs_ranks(rows: list[dict], ax=None, title: str = "a small all-reduce on more and more ranks"):
     """Collective time against world size, one line per algorithm (markers measured, lines formula)."""
-    fig, ax = _axes(ax, (7, 3.8))
-    for i, algo in enumerate(dict.fromkeys(r["algo"] for r in rows)):
+    fig, ax = _axes(ax, (8, 3.8))
+    ends = {}
+    for algo in dict.fromkeys(r["algo"] for r in rows):
         sub = [r for r in rows if r["algo"] == algo]
-        ax.plot([r["ranks"] for r in sub], [r["predicted_s"] * 1e6 for r in sub], "-", color=f"C{i}", alpha=0.6)
-        ax.plot([r["ranks"] for r in sub], [r["time_s"] * 1e6 for r in sub], "o", color=f"C{i}", label=algo)
+        st = algorithm_style(algo)
+        xs, ys = [r["ranks"] for r in sub], [r["predicted_s"] * 1e6 for r in sub]
+        ax.plot(xs, ys, linestyle=st["linestyle"], color=st["color"], alpha=0.8)
+        ax.plot(xs, [r["time_s"] * 1e6 for r in sub], st["marker"], color=st["color"], label=algo)
+        ends[algo] = (xs, ys, st["color"])
     ax.set(xlabel="ranks p", ylabel="time (us)", title=title)
-    ax.legend(frameon=False)
     ax.grid(alpha=0.3)
+    label_lines(ax, ends)
     fig.tight_layout()
     return fig

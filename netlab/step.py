@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import cluster, collectives, train
+from . import cluster, collectives, data, train, validate
 from .net.network import Network, network as make_network
 from .net.presets import Device, device as make_device
 from .trace import Trace
+from .units import parse_bytes
 
 
 @dataclass
@@ -35,17 +36,37 @@ class StepResult:
 def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: str | None = None,
                  width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring",
                  device: str | Device = "cpu-core", efficiency: float = 0.5, emulate: bool = True,
-                 timeout: float = 120.0) -> StepResult:
-    """One training step on `ranks` real ranks; virtual time unless ``emulate=False``."""
+                 timeout: float = 120.0, bucket=None, overlap: bool = False) -> StepResult:
+    """One training step on `ranks` real ranks; virtual time unless ``emulate=False``.
+
+    ``bucket`` (bytes, or "1M") and/or ``overlap=True``: DDP-style gradient buckets
+    (``netlab.overlap``), all-reduced during the backward pass when ``overlap`` is on, after it when
+    off; ``bucket=None`` with overlap is DDP's default (1 MiB first bucket, then 25 MiB). The result
+    then also has exposed_comm_s and overlap_frac, read from the trace (``netlab.analysis``).
+    """
     cluster.check_ranks(ranks)
     train.check_model(width, layers)
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch: must be a whole number >= 1, got {batch!r}")
+    try:
+        samples = len(data.load("train")[1])            # ranks x batch must fit in the training set
+    except FileNotFoundError:
+        samples = 1 << 20
+    if isinstance(batch, float):
+        raise ValueError(f"batch: must be a whole number, got {batch!r}")
+    validate.whole(batch, "batch", 1, max(1, samples // ranks))
     algo = collectives.resolve("allreduce", algo)[1]        # unknown algorithm: fail here, not on a rank
     if not cluster.under_torchrun():
         cluster.check_memory(ranks, 60e6 + 5 * train.grad_bytes(width, layers), "this step")
-    net: Network | None = make_network(bandwidth, latency, preset) if emulate else None
+    bucketed = bucket is not None or overlap
+    if bucketed:
+        from . import buckets
+        caps = buckets.ddp_caps(None) if bucket is None else (None, buckets.check_bucket_bytes(
+            parse_bytes(bucket, "bucket") if isinstance(bucket, str) else bucket))
+    net: Network | None = make_network(bandwidth, latency, preset)     # checked even when unused
+    if not emulate:
+        net = None
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
+    if bucketed:
+        return _bucketed(ranks, net, dev, timeout, width, layers, batch, algo, caps, bool(overlap))
     res = cluster.run(train.step, ranks=ranks, network=net, device=dev, timeout=timeout,
                       width=width, layers=layers, batch=batch, algo=algo)
     tr = res.trace
@@ -53,6 +74,29 @@ def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: st
     setup = {"algo": algo, "width": width, "layers": layers, "batch_per_rank": batch,
              "device": dev.name, "efficiency": dev.efficiency,
              "network": net.describe() if net else "none (wall clock, loopback)"}
+    if net is not None:
+        setup.update(bandwidth_Bps=net.nic.bandwidth, latency_s=net.nic.latency)
+    return StepResult(ranks, compute, max(v["comm_s"] for v in res.values), tr.makespan,
+                      sum(v["loss"] for v in res.values), res.values[0]["grad_bytes"],
+                      "virtual" if net else "wall", tr, setup)
+
+
+def _bucketed(ranks, net, dev, timeout, width, layers, batch, algo, caps, overlap) -> StepResult:
+    from . import analysis, overlap as ov
+    first, cap = caps
+    res = cluster.run(ov.overlapped_step, ranks=ranks, network=net, device=dev, timeout=timeout, width=width,
+                      layers=layers, batch=batch, algo=algo, bucket_bytes=cap, first_bucket_bytes=first,
+                      overlap=overlap)
+    tr = res.trace
+    compute = max(sum(e.end - e.start for e in tr.of(r, "compute")) for r in range(ranks))
+    rows = analysis.breakdown(tr)
+    worst = max(rows, key=lambda row: row["exposed_comm_s"])
+    setup = {"algo": algo, "width": width, "layers": layers, "batch_per_rank": batch,
+             "device": dev.name, "efficiency": dev.efficiency,
+             "network": net.describe() if net else "none (wall clock, loopback)",
+             "bucket_bytes": cap, "first_bucket_bytes": first if first is not None else cap, "overlap": overlap,
+             "buckets": [b["bytes"] for b in res.values[0]["buckets"]],
+             "exposed_comm_s": worst["exposed_comm_s"], "overlap_frac": worst["overlap_frac"]}
     if net is not None:
         setup.update(bandwidth_Bps=net.nic.bandwidth, latency_s=net.nic.latency)
     return StepResult(ranks, compute, max(v["comm_s"] for v in res.values), tr.makespan,

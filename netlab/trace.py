@@ -88,7 +88,8 @@ class Trace:
                         "ts": e.start * 1e6, "dur": (e.end - e.start) * 1e6,
                         "args": {"peer": e.peer, "bytes": e.bytes, "label": e.label}})
         clock = "virtual" if self.virtual else "wall"
-        return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": {"clock": clock}}
+        return {"traceEvents": out, "displayTimeUnit": "ms",
+                "otherData": {"clock": clock, "world_size": self.world_size, "clocks": list(self.clocks)}}
 
     def save(self, path: str) -> str:
         with open(path, "w") as f:

@@ -37,21 +37,30 @@ def _split(text: str, name: str) -> tuple[float, str]:
     return float(m.group(1)), m.group(2)
 
 
-def _positive(value: float, name: str, text, allow_zero: bool) -> float:
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+MAX_BYTES = 2**50               # 1 PiB: sizes beyond are typos (and lose whole bytes in a float)
+MAX_BANDWIDTH = 1e15            # bytes/s (8 Pbit/s): beyond any link
+MAX_LATENCY = 10.0              # seconds: beyond any network, a satellite hop is 0.6 s
+
+
+def _positive(value: float, name: str, text, allow_zero: bool, high: float = math.inf, unit: str = "") -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: must be a finite number, got {text!r}")
+    if value < 0 or (value == 0 and not allow_zero):
         need = "zero or more" if allow_zero else "greater than zero"
         raise ValueError(f"{name}: must be {need}, got {text!r}")
+    if value > high:
+        raise ValueError(f"{name}: must be at most {high:g}{unit}, got {text!r}")
     return value
 
 
-def parse_bytes(text, name: str = "size", allow_zero: bool = False) -> int:
+def parse_bytes(text, name: str = "size", allow_zero: bool = False, high: float = MAX_BYTES) -> int:
     """'4MiB' -> 4194304, '1K' -> 1024, '2MB' -> 2000000; a plain number is bytes."""
     value, unit = _split(text, name)
     factor = _BYTE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{name}: unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB, or K/M/G)")
     nbytes = value * factor
-    _positive(nbytes, name, text, allow_zero)
+    _positive(nbytes, name, text, allow_zero, high, " bytes")
     if abs(nbytes - round(nbytes)) > 1e-6 * max(1.0, nbytes):
         raise ValueError(f"{name}: {text!r} is not a whole number of bytes")
     return int(round(nbytes))
@@ -69,16 +78,16 @@ def parse_bandwidth(text, name: str = "bandwidth") -> float:
         bps = value * _BIT_PREFIX[m.group(1).lower()]       # GB/s: bytes per second, GB = 1e9
     else:
         bps = value * _BIT_PREFIX[m.group(1).lower()] / 8   # Gbit/s: 1e9 bit/s -> bytes per second
-    return _positive(bps, name, text, allow_zero=False)
+    return _positive(bps, name, text, False, MAX_BANDWIDTH, " bytes/s")
 
 
-def parse_time(text, name: str = "latency", allow_zero: bool = True) -> float:
+def parse_time(text, name: str = "latency", allow_zero: bool = True, high: float = MAX_LATENCY) -> float:
     """'5us' -> 5e-6 s; '2ms' -> 0.002 s. A plain number is seconds."""
     value, unit = _split(text, name)
     divisor = 1.0 if unit == "" else _TIME_UNITS.get(unit.lower() if unit != "µs" else unit)
     if divisor is None:
         raise ValueError(f"{name}: unknown time unit {unit!r} in {text!r} (use s, ms, us or ns)")
-    return _positive(value / divisor, name, text, allow_zero)
+    return _positive(value / divisor, name, text, allow_zero, high, " s")
 
 
 def parse_size_range(text: str, name: str = "sizes") -> list[int]:
@@ -88,15 +97,21 @@ def parse_size_range(text: str, name: str = "sizes") -> list[int]:
         if len(parts) not in (2, 3):
             raise ValueError(f"{name}: expected MIN:MAX or MIN:MAX:FACTOR, got {text!r}")
         lo, hi = parse_bytes(parts[0], name), parse_bytes(parts[1], name)
-        factor = float(parts[2]) if len(parts) == 3 else 2.0
-        if hi < lo or factor <= 1:
+        try:
+            factor = float(parts[2]) if len(parts) == 3 else 2.0
+        except ValueError:
+            raise ValueError(f"{name}: FACTOR must be a number, got {parts[2]!r} in {text!r}") from None
+        if hi < lo or not 1 < factor < math.inf:
             raise ValueError(f"{name}: need MIN <= MAX and FACTOR > 1, got {text!r}")
         out, s = [], float(lo)
         while s <= hi * (1 + 1e-9):
             out.append(int(round(s)))
             s *= factor
         return out
-    return [parse_bytes(p, name) for p in str(text).split(",") if p.strip()]
+    sizes = [parse_bytes(p, name) for p in str(text).split(",") if p.strip()]
+    if not sizes:
+        raise ValueError(f"{name}: no size given in {text!r} (e.g. '1K:64M' or '1M,16M')")
+    return sizes
 
 
 def fmt_bytes(n: float) -> str:

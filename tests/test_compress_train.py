@@ -7,7 +7,7 @@ import pytest
 
 import netlab
 from netlab import cost, train
-from netlab.compress import pays
+from netlab.compress import pays, table
 from netlab.compress.codec_cost import codec_seconds
 from netlab.compress.training import run_training
 
@@ -71,9 +71,52 @@ def test_crossover_is_exact_for_affine_step_times():
     assert pays.allgather_crossover(1e6, 1e4, 4, 1e-3, 1e-3) == math.inf
 
 
-def test_codec_cost_is_measured_once_and_scaled_by_the_device():
-    slow = codec_seconds("topk", 4, 128, 2, 32, netlab.device("cpu-core"), ratio=0.01)
-    fast = codec_seconds("topk", 4, 128, 2, 32, netlab.device("A100-fp32"), ratio=0.01)
+def test_codec_cost_default_is_the_per_element_model_and_never_measures(monkeypatch):
+    from netlab.compress import codec_cost
+    from netlab.compress.codec_calibration import FLOPS_PER_ELEMENT
+
+    def no_measuring(*args, **kwargs):
+        raise AssertionError("the default codec cost must not time anything on this machine")
+    monkeypatch.setattr(codec_cost, "measure_here", no_measuring)
+    dev = netlab.device("cpu-core")
+    d = netlab.train.parameter_count(1024, 2)
+    enc, dec = FLOPS_PER_ELEMENT[("topk (ratio=0.01)", True)]
+    got = codec_seconds("topk", 4, 1024, 2, 32, dev, True, ratio=0.01)
+    assert got == (enc * d / (dev.peak_flops * dev.efficiency), dec * d / (dev.peak_flops * dev.efficiency))
+    assert codec_seconds("topk", 4, 1024, 2, 32, dev, True, ratio=0.01) == got          # on repeat
+    r1 = codec_seconds("powersgd", 4, 128, 2, 32, dev, rank=1)
+    r4 = codec_seconds("powersgd", 4, 128, 2, 32, dev, rank=4)                          # not calibrated: x4
+    assert r4[0] == pytest.approx(4 * r1[0])
+    with pytest.raises(ValueError, match="codec"):
+        codec_seconds("topk", 4, 128, 2, 32, dev, codec="guess", ratio=0.01)
+
+
+def test_training_times_are_the_same_under_load_and_on_repeat():
+    import subprocess
+    import sys
+    first = run_training("qsgd", ranks=4, steps=20, bits=4)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        loaded = run_training("qsgd", ranks=4, steps=20, bits=4)
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert loaded.step_s == first.step_s and loaded.time_s == first.time_s and first.encode_s > 0
+    assert first.setup["codec"] == "model"
+
+
+def test_the_method_grid_and_the_crossover_sweep_charge_the_same_step():
+    spec = ("terngrad", {}, True)
+    row = table.method_table([spec[:2]], ranks=4, steps=3)[0]
+    sweep = pays.step_times([spec], ["1Gbit/s"], ranks=4)[0]
+    assert row["codec"] == sweep["codec"] == "model"
+    assert row["step_s_ef"] == pytest.approx(sweep["step_s"], rel=1e-6)
+
+
+def test_codec_cost_measured_here_is_scaled_by_the_device():
+    slow = codec_seconds("topk", 4, 128, 2, 32, netlab.device("cpu-core"), codec="measured", ratio=0.01)
+    fast = codec_seconds("topk", 4, 128, 2, 32, netlab.device("A100-fp32"), codec="measured", ratio=0.01)
     assert slow[0] > 0 and slow[1] > 0
     ratio = netlab.DEVICES["A100-fp32"][0] / netlab.DEVICES["cpu-core"][0]
     assert slow[0] / fast[0] == pytest.approx(ratio) and slow[1] / fast[1] == pytest.approx(ratio)

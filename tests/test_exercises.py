@@ -58,4 +58,4 @@ def test_ch2_check_explains_what_is_wrong():
     slow = check.ring_allreduce(whole_vector, cases=[(4, 4099)])
     assert not slow.passed and "messages" in slow.message          # p-1 messages of n, not 2(p-1) of n/p
     wrong = check.ring_allreduce(forgot_allgather, cases=[(4, 4099)])
-    assert not wrong.passed and "wrong result" in wrong.message
+    assert not wrong.passed and "all-gather phase is missing" in wrong.message

@@ -1,7 +1,7 @@
 """Kernel > Interrupt and kernel shutdown, in a real Jupyter kernel, leave no rank behind."""
 import os
-import queue
 import signal
+import time
 
 import pytest
 
@@ -10,23 +10,49 @@ from conftest import wait_gone
 jupyter_client = pytest.importorskip("jupyter_client")
 
 
-def execute(kc, code, timeout=120):
-    """Run code in the kernel; return (status, stdout text, error name)."""
-    msg_id = kc.execute(code)
-    out, ename = [], None
+def shell_reply(kc, msg_id, timeout=120):
+    """The shell reply to request `msg_id`, skipping replies to other requests.
+
+    Replies are not all to the request just sent: `wait_for_ready` sends a kernel_info_request
+    every second until one is answered (so a slow start leaves extra kernel_info_replies queued),
+    and an interrupted cell's reply may arrive late. Only `parent_header.msg_id` says whose it is.
+    """
+    deadline = time.monotonic() + timeout
     while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no shell reply to {msg_id} within {timeout} s")
+        msg = kc.get_shell_msg(timeout=left)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg
+
+
+def outputs(kc, msg_id, timeout=120):
+    """(stdout text, error names) that request `msg_id` produced on iopub, up to its idle status."""
+    out, errors = [], []
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the kernel did not go idle after {msg_id} within {timeout} s")
+        msg = kc.get_iopub_msg(timeout=left)
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
+        if kind == "stream" and content["name"] == "stdout":
             out.append(content["text"])
         elif kind == "error":
-            ename = content["ename"]
+            errors.append(content["ename"])
         elif kind == "status" and content["execution_state"] == "idle":
-            break
-    reply = kc.get_shell_msg(timeout=timeout)
-    return reply["content"]["status"], "".join(out), ename
+            return "".join(out), errors
+
+
+def execute(kc, code, timeout=120):
+    """Run code in the kernel; return (status, stdout text, error name or None)."""
+    msg_id = kc.execute(code)
+    out, errors = outputs(kc, msg_id, timeout)
+    reply = shell_reply(kc, msg_id, timeout)
+    return reply["content"]["status"], out, errors[0] if errors else None
 
 
 @pytest.fixture
@@ -47,28 +73,22 @@ def pids_in(kc):
     return [int(p) for p in out.split()]
 
 
-def test_kernel_interrupt_stops_ranks_and_next_run_works(kernel):
+def test_kernel_interrupt_stops_ranks_and_next_run_works(kernel, tmp_path):
     km, kc = kernel
     status, out, _ = execute(kc, "import netlab\nprint(netlab.run(lambda c: c.rank, ranks=3).values)")
     assert status == "ok" and out.strip() == "[0, 1, 2]"
     pids = pids_in(kc)
-    msg_id = kc.execute("import time\nnetlab.run(lambda c: time.sleep(600), ranks=3, timeout=900)")
-    import time
-    time.sleep(3)
+    started = tmp_path / "started"
+    msg_id = kc.execute(f"import time\n"
+                        f"netlab.run(lambda c: (open({str(started)!r} + str(c.rank), 'w').close(), time.sleep(600)),\n"
+                        f"           ranks=3, timeout=900)")
+    deadline = time.monotonic() + 120               # the ranks are inside the run, not before it
+    while len(list(tmp_path.glob("started*"))) < 3:
+        assert time.monotonic() < deadline, "the ranks did not start the run within 120 s"
+        time.sleep(0.1)
     km.interrupt_kernel()                           # what Kernel > Interrupt does
-    errors = []
-    while True:
-        try:
-            msg = kc.get_iopub_msg(timeout=30)
-        except queue.Empty:
-            break
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "error":
-            errors.append(msg["content"]["ename"])
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    kc.get_shell_msg(timeout=30)
+    _, errors = outputs(kc, msg_id, timeout=60)
+    assert shell_reply(kc, msg_id, timeout=60)["content"]["status"] == "error"
     assert errors == ["Interrupted"]
     assert wait_gone(pids) == []
     status, out, _ = execute(kc, "print(netlab.run(lambda c: c.rank * 2, ranks=3).values)")

@@ -84,9 +84,14 @@ def test_check_memory_compares_with_what_is_free(tmp_path):
     write(root, "proc/self/cgroup", "0::/pod\n")
     write(root, "sys/fs/cgroup/pod/memory.max", str(2 * GB))
     write(root, "sys/fs/cgroup/pod/memory.current", str(int(1.4 * GB)))  # two kernels already open
-    memory.check_memory(2, 100e6, root=root)                           # 0.2 GB + headroom fits in 0.6 GB
+    memory.check_memory(2, 100e6, root=root, held=[])                  # 0.2 GB + headroom fits in 0.6 GB
     with pytest.raises(MemoryError, match=r"only 0\.6\d GB is free .*Shut down other notebooks"):
-        memory.check_memory(4, 100e6, "this step", root=root)          # would fit the limit, not what is free
+        memory.check_memory(4, 100e6, "this step", root=root, held=[])  # would fit the limit, not what is free
+    # this notebook's own pool: 4 ranks holding 150 MB each of their own, reused by the run
+    for pid in range(100, 104):
+        write(root, f"proc/{pid}/smaps_rollup", "Rss: 300000 kB\nPrivate_Clean: 46875 kB\nPrivate_Dirty: 100000 kB\n")
+    assert memory.private_bytes(100, root) == 150_400_000
+    memory.check_memory(4, 100e6, "this step", root=root, held=[100, 101, 102, 103])   # 0.4 GB of it reused
 
 
 def test_this_machine_is_readable():

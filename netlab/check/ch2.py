@@ -67,10 +67,19 @@ def ring_allreduce(fn=None, cases=CASES, timeout: float = 20.0) -> CheckResult:
     if passed:
         return CheckResult(name, True, "correct sums, 2(p-1) messages per rank, and the ring's cost", rows)
     bad = next(r for r in rows if r["ok"] == "no")
-    if bad["sum"] != "ok":
-        why = f"wrong result on {bad['ranks']} ranks: {bad['sum']}"
+    p = bad["ranks"]
+    if bad["messages/rank"] == str(p - 1) and bad["sum"] != "ok":
+        why = (f"half the messages ({p - 1} per rank on {p} ranks, a ring sends {2 * (p - 1)}): the all-gather "
+               f"phase is missing; after the reduce-scatter each rank holds only one chunk of the sum "
+               f"({bad['sum']})")
+    elif bad["sum"] != "ok":
+        why = (f"wrong result on {p} ranks: {bad['sum']}; check which chunk each step sends and which it adds "
+               f"into (step s: send chunk (r - s) mod p, receive and add chunk (r - s - 1) mod p)")
     elif bad["messages/rank"] != str(bad["expected"]):
-        why = f"on {bad['ranks']} ranks a rank sent {bad['messages/rank']} messages; a ring sends {bad['expected']}"
+        why = f"on {p} ranks a rank sent {bad['messages/rank']} messages; a ring sends {bad['expected']}"
+        if bad["messages/rank"] == str(p - 1):
+            why += (": right sums from p - 1 messages means each carried a whole vector (n bytes, not n/p), "
+                    "so every rank sends (p - 1) n bytes instead of 2(p - 1)/p n")
     else:
         why = f"right sums but {bad['error']} off the ring's cost on {bad['ranks']} ranks: too many bytes per message?"
     return CheckResult(name, False, why, rows)

@@ -4,7 +4,9 @@ Cases: two flows on one link; a dumbbell whose flows have different access links
 lot (a long flow crossing three links, each shared with a short flow); and the flows of one ring
 step with shuffled ranks on a k=4 fat-tree and on a 4:1 spine-leaf, routed by ECMP exactly as
 ``netlab.sim`` routes them. The reference is ``netlab.sim.fabric.max_min_rates`` (a different
-algorithm: many bottlenecks per round), to a relative 1e-6.
+algorithm: many bottlenecks per round), to a relative 1e-6. A wrong answer is told the first flow
+whose rate differs, its fair rate, and the link that should have frozen it (its bottleneck: a full
+link on its route where no flow gets more than it).
 """
 from __future__ import annotations
 
@@ -34,6 +36,30 @@ def _ring_step(topo, seed: int):
     return flows, capacity
 
 
+def bottleneck(flow: int, flows, capacity, rates) -> str:
+    """The link on `flow`'s route that is full under `rates` and where no flow gets more than `flow`."""
+    load = {}
+    for f, rate in zip(flows, rates):
+        for link in f:
+            load[link] = load.get(link, 0.0) + rate
+    full = [link for link in flows[flow] if load[link] >= capacity[link] * (1 - 1e-9)
+            and all(rates[g] <= rates[flow] * (1 + 1e-9) for g, f in enumerate(flows) if link in f)]
+    return full[0] if full else "?"
+
+
+def explain(case, flows, capacity, got, want, tolerance) -> str:
+    """Name the first flow whose rate differs and the link that should have frozen it."""
+    i = int(np.argmax(np.abs(got - want) / want > tolerance))
+    link = bottleneck(i, flows, capacity, want)
+    sharing = sum(link in f for f in flows)
+    head = (f"{case}: flow {i} (over {' -> '.join(flows[i])}) gets {got[i] / GB:.4g} GB/s; its max-min fair rate "
+            f"is {want[i] / GB:.4g} GB/s. Its bottleneck is link {link} ({capacity[link] / GB:.4g} GB/s, {sharing} flows)")
+    if got[i] > want[i]:
+        return head + ": that link is full at the fair rate and should have frozen it there"
+    return head + (": it was frozen too early; only that link fills at the fair rate, so only it "
+                   "should have frozen it")
+
+
 def _cases():
     from ..net import fabrics
     yield from _textbook()
@@ -47,7 +73,7 @@ def max_min_rates(fn=None, tolerance: float = 1e-6) -> CheckResult:
     if fn is None:
         from ..exercises.ch5_max_min import max_min_rates as fn
     name = "Exercise 5 (max-min fair sharing)"
-    rows, passed = [], True
+    rows, passed, first = [], True, None
     for case, flows, capacity in _cases():
         got, problem = call_student(fn, [list(f) for f in flows], dict(capacity))
         if problem:
@@ -61,11 +87,11 @@ def max_min_rates(fn=None, tolerance: float = 1e-6) -> CheckResult:
             return CheckResult(name, False, f"{case}: expected {want.size} rates (one per flow), got {got.size}", rows)
         error = float(np.max(np.abs(got - want) / want))
         ok = error <= tolerance
+        if not ok and first is None:
+            first = explain(case, flows, capacity, got, want, tolerance)
         passed &= ok
         rows.append({"case": case, "flows": len(flows), "links": len(capacity),
                      "your slowest (GB/s)": f"{got.min() / GB:.4g}", "fair slowest (GB/s)": f"{want.min() / GB:.4g}",
                      "max error": f"{error:.2g}", "ok": "yes" if ok else "no"})
-    message = ("your rates are max-min fair in every case" if passed else
-               "some rates differ: does every round raise all unfrozen flows together, "
-               "and freeze exactly the flows that cross a full link?")
+    message = "your rates are max-min fair in every case" if passed else first
     return CheckResult(name, passed, message, rows)

@@ -9,6 +9,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 
 COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(parser) and main(args)
@@ -17,6 +18,10 @@ COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(pa
     "ps": "parameter-server training: step time, per-server bytes, accuracy (chapter 3)",
     "compress": "gradient compression: accuracy, bytes per step, step time (chapter 4)",
     "sim": "collectives on thousands of simulated ranks over a modelled fabric (chapter 5)",
+    "congestion": "incast through a switch with a buffer, ECN and PFC: goodput, drops, timeouts (chapter 6)",
+    "assignment": "hand out the chapters' exercises: a student version, or an nbgrader course",
+    "grade": "grade a folder of submissions on real ranks, each answer sandboxed (CSV and JSON)",
+    "analyze": "where a traced step's time went: breakdown, overlap, straggler, NIC utilisation (chapter 7)",
 }
 
 
@@ -27,9 +32,23 @@ def emit(obj, as_json: bool, text: str) -> None:
     print(json.dumps(obj, indent=2) if as_json else text)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors in netlab's one-line form: 'netlab step: error: ranks: ...'."""
+
+    def error(self, message):
+        message = re.sub(r"^argument (?:--)?([\w-]+)(?:/[\w-]+)*: ", r"\1: ", message)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def flag_words(message: str) -> str:
+    """A library error names its Python parameter ('intra_bandwidth: ...'); the CLI says its flag's name."""
+    name, sep, rest = message.partition(":")
+    return name.replace("_", "-") + sep + rest if sep and re.fullmatch(r"\w+", name) else message
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="netlab", description="netlab: the network side of distributed training. "
-                                     "Units: GB = 1e9 bytes, Gbit/s = 1e9 bit/s.")
+    parser = Parser(prog="netlab", description="netlab: the network side of distributed training. "
+                    "Units: GB = 1e9 bytes, Gbit/s = 1e9 bit/s.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     modules = {}
     for name, help_text in COMMANDS.items():
@@ -43,6 +62,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return modules[args.command].main(args) or 0
-    except ValueError as exc:                         # our parsers name the parameter in the message
-        print(f"netlab {args.command}: error: {exc}", file=sys.stderr)
+    except (ValueError, MemoryError) as exc:          # the library's checks name the parameter
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"netlab {args.command}: error: {flag_words(first)}", file=sys.stderr)
         return 2

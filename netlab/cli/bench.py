@@ -53,24 +53,30 @@ def main(args) -> int:
     import os
 
     from .. import collectives
-    from ..bench import bench
+    from ..bench import bench, check_bench
     from ..net.network import network
-    ranks = args.ranks or (int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else 8)
+    ranks = args.ranks if args.ranks is not None else int(os.environ.get("WORLD_SIZE", 8))
     sizes = parse_size_range(args.sizes, "sizes")
     emulate = any(v is not None for v in (args.bandwidth, args.latency, args.preset))
+    if not emulate:
+        for flag in ("ranks_per_host", "intra_bandwidth", "intra_latency", "intra_preset"):
+            if getattr(args, flag) not in (None, 1):
+                raise ValueError(f"{flag}: describes an emulated network: give --bandwidth, --latency or --preset too")
     net = None
     if emulate:
-        if args.preset is None:
-            args.bandwidth = args.bandwidth or "10Gbit/s"
-            args.latency = args.latency or "5us"
+        if args.preset is None:                          # '' is a value (refused), not "the default"
+            args.bandwidth = "10Gbit/s" if args.bandwidth is None else args.bandwidth
+            args.latency = "5us" if args.latency is None else args.latency
         net = network(args.bandwidth, args.latency, args.preset, ranks_per_host=args.ranks_per_host,
                       intra_bandwidth=args.intra_bandwidth, intra_latency=args.intra_latency,
                       intra_preset=args.intra_preset)
     default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
-    algos = [args.algo or default]
+    algos = [default if args.algo is None else args.algo]
     if algos == ["all"]:
         algos = [a for a in collectives.ALGORITHMS[args.collective]
                  if not (a.startswith("hierarchical") and ranks % args.ranks_per_host)]
+    for algo in algos:                                   # every check before the first rank starts
+        check_bench(args.collective, algo, ranks, sizes, net, args.dtype, args.check, args.iters, args.warmup)
     rows = []
     for algo in algos:
         rows += bench(args.collective, algo, ranks, sizes, net, args.dtype, args.check, args.iters, args.warmup)

@@ -37,8 +37,9 @@ def add_parser(p) -> None:
     p.add_argument("--batch", type=int, default=32, help="samples per rank per step (default 32)")
     p.add_argument("--lr", type=float, default=0.1, help="learning rate, plain SGD (default 0.1)")
     p.add_argument("--seed", type=int, default=0, help="model, data order and compressor seed (default 0)")
-    p.add_argument("--codec", choices=["measured", "free"], default="measured",
-                   help="charge the measured compress/decompress compute (default) or nothing")
+    p.add_argument("--codec", choices=["model", "measured", "free"], default="model",
+                   help="compress/decompress compute: per-element model, the same on every machine (default), "
+                        "measured on this machine now, or not charged")
     p.add_argument("--crossover", action="store_true", help="also sweep 100 Mbit/s..400 Gbit/s for the crossover")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -61,6 +62,7 @@ def options_for(method: str, args) -> dict:
 
 def main(args) -> int:
     from ..compress import pays
+    from ..compress.codec_cost import describe_codec
     from ..compress.training import run_training
     options = options_for(args.method, args)
     common = dict(ranks=args.ranks, steps=args.steps, bandwidth=args.bandwidth, latency=args.latency,
@@ -95,6 +97,7 @@ def main(args) -> int:
         f"{out['wire_ratio']:.1f}x less)",
         f"  step      {fmt_time(r.step_s)} (baseline {fmt_time(base.step_s)}), compress {fmt_time(r.encode_s)} "
         f"+ decompress {fmt_time(r.decode_s)} per payload, virtual time",
+        f"  codec     {describe_codec(args.codec)}",
     ]
     if args.crossover:
         lines.append(f"  crossover compression stops paying above {pays.bandwidth_label(out['crossover_bandwidth_Bps'])}")

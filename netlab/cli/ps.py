@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+from .. import validate
 from ..units import fmt_bytes, fmt_time
 from . import emit
 
@@ -37,6 +38,7 @@ def add_parser(p) -> None:
 
 def main(args) -> int:
     from ..ps import run_ps
+    validate.whole(args.eval_every, "eval-every", 1)     # the library's 0 (no evaluation) has no accuracy to print
     r = run_ps(workers=args.workers, servers=args.servers, sharding=args.sharding, mode=args.mode,
                staleness=args.staleness, bandwidth=args.bandwidth, latency=args.latency, steps=args.steps,
                width=args.width, batch=args.batch, lr=args.lr, momentum=args.momentum,

@@ -11,9 +11,39 @@ uncontended alpha-beta formula where one applies, and ``wall_s``: how long the s
 """
 from __future__ import annotations
 
+from .. import validate
 from ..net.presets import LINKS
 from ..units import fmt_bytes, fmt_time, parse_bytes, parse_time
 from . import emit
+
+MAX_SIM_RANKS = 16_384      # a ring all-reduce on p ranks is 2(p-1) rounds of p flows: 5e8 flows here
+MAX_GPUS_PER_HOST = 64
+
+
+def fabric_hosts(spec: str) -> int | None:
+    """Hosts a topology spec asks for by itself (fattree:K, spineleaf:L:S:R, torus:XxY), before building it."""
+    parts = str(spec).lower().replace("-", "").replace("_", "").split(":")
+    try:
+        if parts[0] == "fattree" and len(parts) == 2:
+            return int(parts[1]) ** 3 // 4                       # k^3/4 hosts
+        if parts[0] == "spineleaf" and len(parts) == 4:
+            return int(parts[1]) * 16                            # 16 hosts per leaf by default
+        if parts[0] == "torus" and len(parts) == 2:
+            x, y = parts[1].split("x")
+            return int(x) * int(y)
+    except ValueError:
+        return None                                              # fabrics.parse says what is wrong
+    return None
+
+
+def check_scale(args) -> None:
+    """Refuse, with the estimate, a simulation too big for this machine (memory grows with ranks^2)."""
+    if args.ranks is not None:
+        validate.too_big("ranks", args.ranks, MAX_SIM_RANKS, "simulated ranks")
+    hosts = fabric_hosts(args.topology)
+    if hosts is not None:
+        validate.too_big("topology", hosts * args.gpus_per_host, MAX_SIM_RANKS,
+                         f"{args.topology} has {hosts} hosts x {args.gpus_per_host} accelerators = ranks")
 
 COLLECTIVES = ["allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "ps", "alltoall"]
 
@@ -62,17 +92,17 @@ def main(args) -> int:
     from ..net.topology import Host
     from ..sim.traffic import all_to_all, parameter_server
     nbytes = parse_bytes(args.size, "size")
-    if args.ranks is not None and args.ranks < 1:
-        raise ValueError(f"ranks: must be a whole number >= 1, got {args.ranks}")
-    if args.placement not in ("ordered", "shuffled"):
-        raise ValueError(f"placement: must be 'ordered' or 'shuffled', got {args.placement!r}")
-    if args.routing not in ("ecmp", "spray", "adaptive"):
-        raise ValueError(f"routing: must be ecmp, spray or adaptive, got {args.routing!r}")
-    if args.gpus_per_host < 1:
-        raise ValueError(f"gpus-per-host: must be a whole number >= 1, got {args.gpus_per_host}")
-    nics = args.nics_per_host or args.gpus_per_host
+    if args.ranks is not None:
+        validate.whole(args.ranks, "ranks", 1)
+    validate.choice(args.placement, "placement", ("ordered", "shuffled"))
+    validate.choice(args.routing, "routing", ("ecmp", "spray", "adaptive"))
+    validate.seed(args.seed)
+    validate.whole(args.servers, "servers", 1, MAX_SIM_RANKS)
+    validate.whole(args.gpus_per_host, "gpus-per-host", 1, MAX_GPUS_PER_HOST)
+    nics = args.gpus_per_host if args.nics_per_host is None else args.nics_per_host
     if nics < 1 or args.gpus_per_host % nics:
         raise ValueError(f"nics-per-host: must divide gpus-per-host ({args.gpus_per_host}), got {nics}")
+    check_scale(args)
     nic = Link.of(args.bandwidth, args.latency, args.link)
     host = Host(args.gpus_per_host, nics=nics, rail=not args.no_rail, intra=args.intra)
     topo = fabrics.parse(args.topology, args.ranks, nic, host, parse_time(args.hop_latency, "hop-latency"))
@@ -80,13 +110,14 @@ def main(args) -> int:
     simulator = sim.Simulator(topo, ranks, args.placement, args.routing, args.seed)
     formula = None
     if args.collective in ("ps", "alltoall"):
+        validate.whole(args.servers, "servers", 1, ranks - 1 if ranks > 1 else 1)
         count = max(1, nbytes // 4)
         steps = parameter_server(ranks, count, args.servers) if args.collective == "ps" else all_to_all(ranks, count)
         name = f"ps:{args.servers}" if args.collective == "ps" else "alltoall"
         result = simulator.run(steps, 4, "allreduce" if args.collective == "ps" else "allgather", name, count * 4)
     else:
         default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
-        collective, algo = collectives.resolve(args.collective, args.algo or default)
+        collective, algo = collectives.resolve(args.collective, default if args.algo is None else args.algo)
         result = sim.simulate(topo, collective, algo, nbytes, ranks, simulator=simulator)
         if not algo.startswith("hierarchical") or ranks % topo.accelerators_per_host == 0:
             formula = cost.time(collective, algo, ranks, result.nbytes, topo.network())

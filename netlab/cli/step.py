@@ -2,6 +2,7 @@
 
     python -m netlab step --ranks 8 --bandwidth 10Gbit/s --latency 5us --json
     python -m netlab step --ranks 8 --preset 100GbE --width 2048
+    python -m netlab step --ranks 8 --bucket 1M --overlap --json      # DDP buckets during backward
     torchrun --nproc-per-node 4 -m netlab step --wall         # a real cluster, wall clock
 """
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 
 from ..net.presets import DEVICES, LINKS
+from .. import validate
 from ..units import fmt_bytes, fmt_time
 from . import emit
 
@@ -26,6 +28,8 @@ def add_parser(p) -> None:
     p.add_argument("--efficiency", type=float, default=0.5, help="fraction of the device's peak reached (default 0.5)")
     p.add_argument("--wall", action="store_true", help="no emulated network: time the real run with the wall clock")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace of the step to FILE")
+    p.add_argument("--bucket", default=None, help="DDP gradient bucket capacity, e.g. 1M (bytes; default: one flat all-reduce)")
+    p.add_argument("--overlap", action="store_true", help="all-reduce each bucket during the backward pass (DDP's overlap)")
     p.add_argument("--json", action="store_true", help="print JSON (seconds of the clock in use)")
 
 
@@ -34,12 +38,15 @@ def main(args) -> int:
     ranks = args.ranks
     if ranks is None:
         ranks = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else 4
-    if args.preset is None:
-        args.bandwidth = args.bandwidth or "10Gbit/s"
-        args.latency = args.latency or "5us"
+    if args.preset is None:                              # '' is a value (refused), not "the default"
+        args.bandwidth = "10Gbit/s" if args.bandwidth is None else args.bandwidth
+        args.latency = "5us" if args.latency is None else args.latency
+    if args.trace is not None:                           # before the run, not after it
+        validate.writable_file(args.trace, "trace")
     r = measure_step(ranks=ranks, bandwidth=args.bandwidth, latency=args.latency, preset=args.preset,
                      width=args.width, layers=args.layers, batch=args.batch, algo=args.algo,
-                     device=args.device, efficiency=args.efficiency, emulate=not args.wall)
+                     device=args.device, efficiency=args.efficiency, emulate=not args.wall,
+                     bucket=args.bucket, overlap=args.overlap)
     if args.trace and int(os.environ.get("RANK", "0")) == 0:
         r.trace.save(args.trace)
     share = r.comm_s / r.total_s if r.total_s else 0.0
@@ -50,6 +57,9 @@ def main(args) -> int:
         f"  device   {r.setup['device']} at {r.setup['efficiency']:.0%} of peak   clock: {r.clock}",
         f"  compute  {fmt_time(r.compute_s)}",
         f"  comm     {fmt_time(r.comm_s)}  ({share:.0%} of the step)",
+        *([f"  buckets  {len(r.setup['buckets'])} ({'overlapped' if r.setup['overlap'] else 'after backward'}), "
+           f"exposed comm {fmt_time(r.setup['exposed_comm_s'])}, overlap {r.setup['overlap_frac']:.0%}"]
+          if "buckets" in r.setup else []),
         f"  total    {fmt_time(r.total_s)}",
         f"  loss     {r.loss:.4f}",
     ])

@@ -1,31 +1,38 @@
-"""What compressing costs in compute: measured here, then scaled to the device preset.
+"""What compressing costs in compute: a per-element model by default, or measured here.
 
 Compression is not free: top-k must find the k largest of d values, PowerSGD multiplies matrices,
 and every all-gathered payload must be decoded and added. Agarwal et al. (MLSys 2022) found this
-overhead is a main reason compression rarely pays. netlab charges it to the virtual clock:
+overhead is a main reason compression rarely pays. netlab charges it to the virtual clock, in one of
+three ways (``codec=``, the same choice in ``run_training``, ``method_table``, ``pays.step_times``,
+the chapter-4 panel and ``netlab compress --codec``):
 
-1. Measure, in this process with one torch thread (as the ranks run), median of `reps` runs each:
-   * encode: error-feedback compensation + compress + the memory's update, on a real gradient of
-     the model: ``encode_here_s``;
-   * decode: decompress one payload and add it to a sum: ``decode_here_s`` (an all-gather method
-     decodes p payloads per step, an all-reduce method one; PowerSGD's whole step is timed once and
-     split evenly between the two);
-   * a reference fp32 matrix multiply (256 x 256 by 256 x 256, 2 * 256^3 FLOPs): this machine's
-     speed, ``gemm_flops_per_s``.
-   They are measured interleaved, so a busy machine slows them alike.
-2. Scale to the device: the codec's time is turned into "FLOPs this machine would have done in
-   that time", and the device preset runs those FLOPs as it runs the model's (chapter 1's clock):
+* ``"model"`` (the default): deterministic. Each method costs a fixed number of FLOP-equivalents
+  per gradient element for its encode (error-feedback compensation + compress + the memory's
+  update) and for one decode (decompress one payload and add it), from ``codec_calibration.py``:
 
-       encode_s = encode_here_s * gemm_flops_per_s / (peak * efficiency)      (likewise decode_s)
+      encode_s = encode_flops_per_element * d / (peak * efficiency)          (likewise decode_s)
 
-   On ``cpu-core`` (96 GFLOP/s peak, 50 %) this is about the measured time itself; on a GPU preset
-   it is thousands of times less. The assumption, stated: compression code speeds up on a faster
-   device as much as dense matrix multiplies do. Real top-k and sorting kernels are memory- and
-   latency-bound and speed up less on GPUs, so this is, if anything, kind to compression.
+  with d the gradient's elements and the device preset's speed, exactly as the model's own FLOPs are
+  charged (chapter 1's clock). Same config, same times, on any machine, loaded or idle.
+* ``"measured"``: measure the codec in this process now (below) and scale it the same way. Useful to
+  see this machine's codec, but it moves with the machine's load.
+* ``"free"``: charge nothing (the network alone).
 
-Measured times vary a little from machine to machine and run to run; they are measured once per
-setting per process and reused, so a chapter is consistent within itself. Pass ``codec="free"``
-to ``run_training`` for times that do not depend on the machine at all.
+Measuring (``measure_here``), with one torch thread (as the ranks run), median (or min) of `reps` runs,
+interleaved with a reference fp32 matrix multiply (256 x 256 by 256 x 256, 2 * 256^3 FLOPs), both
+timed in this thread's CPU time (``time.thread_time``: time the thread spends descheduled on a busy
+machine is not counted, and what is left -- caches shared with other processes -- slows both alike): the codec's seconds times the matmul's FLOP/s give its FLOP-
+equivalents ("the FLOPs this machine would have done in that time"). The calibration file holds
+those, divided by d, for the chapter's methods, measured once on a model of 1,126,410 parameters
+(width 1024, 4.5 MB of gradient: large enough that per-call overheads are small against the
+per-element work; the command that produced it is in that file).
+
+Assumptions, stated: the codec speeds up on a faster device as much as dense matrix multiplies do
+(real top-k and sort kernels are memory- and latency-bound and gain less on GPUs, so this is, if
+anything, kind to compression); the cost is proportional to d (per-call overheads, kernel launches
+and cache effects are left out), so the bytes saved and the codec's work grow together with the
+model. Options other than the calibrated ones reuse the method's calibrated cost, except PowerSGD's
+rank, which scales it linearly.
 """
 from __future__ import annotations
 
@@ -43,15 +50,21 @@ from .communicate import Compression
 
 
 def _timed(fn) -> float:
-    start = time.perf_counter()
+    """CPU seconds this thread spent in fn: time descheduled by a busy machine is not counted."""
+    start = time.thread_time()
     fn()
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 @functools.lru_cache(maxsize=256)
 def measure_here(method: str, ranks: int, width: int, layers: int, batch: int, error_feedback: bool,
-                 options: tuple = (), reps: int = 15) -> dict:
-    """Seconds on this machine (one thread): encode, one decode, and a reference matmul's FLOP/s."""
+                 options: tuple = (), reps: int = 15, statistic: str = "median") -> dict:
+    """Seconds on this machine (one thread): encode, one decode, and a reference matmul's FLOP/s.
+
+    statistic: "median" of the reps, or "min" (the least disturbed run: what a calibration on a
+    shared, loaded machine should use).
+    """
+    pick = {"median": statistics.median, "min": min}[statistic]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -90,17 +103,54 @@ def measure_here(method: str, ranks: int, width: int, layers: int, batch: int, e
                 gemm_t.append(m)
                 enc_t.append(e)
                 dec_t.append(d)
-        return {"gemm_flops_per_s": 2 * 256 ** 3 / statistics.median(gemm_t),
-                "encode_here_s": statistics.median(enc_t), "decode_here_s": statistics.median(dec_t)}
+        return {"gemm_flops_per_s": 2 * 256 ** 3 / pick(gemm_t),
+                "encode_here_s": pick(enc_t), "decode_here_s": pick(dec_t)}
     finally:
         torch.set_num_threads(threads)
 
 
+CODECS = ("model", "measured", "free")
+DEFAULT_CODEC = "model"
+
+
+def check_codec(codec: str) -> str:
+    if codec not in CODECS:
+        raise ValueError(f"codec: must be one of {', '.join(map(repr, CODECS))}, got {codec!r}")
+    return codec
+
+
+def describe_codec(codec: str) -> str:
+    """How the codec's compute is charged, in words for a figure's or a table's caption."""
+    return {"model": "codec: per-element model", "measured": "codec: measured on this machine now",
+            "free": "codec: not charged"}[check_codec(codec)]
+
+
+def flops_per_element(method: str, error_feedback: bool = False, **options) -> tuple[float, float]:
+    """(encode, one decode) FLOP-equivalents per gradient element, from the committed calibration."""
+    from .codec_calibration import FLOPS_PER_ELEMENT
+    from .pays import label
+    key = (label(method, options), bool(error_feedback))
+    if key in FLOPS_PER_ELEMENT:
+        return FLOPS_PER_ELEMENT[key]
+    same = [(k, v) for k, v in FLOPS_PER_ELEMENT.items() if k[0].split(" (")[0] == method and k[1] == key[1]]
+    if not same:
+        raise ValueError(f"method: no codec calibration for {method!r}; run benchmarks/calibrate_codec.py")
+    (calibrated, _), (enc, dec) = same[0]
+    if method == "powersgd":                                 # matmuls with n x r and m x r factors: linear in r
+        scale = options.get("rank", 1) / int(calibrated.split("rank=")[1].rstrip(")"))
+        return enc * scale, dec * scale
+    return enc, dec
+
+
 def codec_seconds(method: str, ranks: int, width: int, layers: int, batch: int, device: Device,
-                  error_feedback: bool = False, **options) -> tuple[float, float]:
-    """(encode_s, decode_s) to charge per step on `device`: measured here, scaled by matmul speed."""
-    if method == "none":
+                  error_feedback: bool = False, codec: str = DEFAULT_CODEC, **options) -> tuple[float, float]:
+    """(encode_s, decode_s) to charge per step on `device`: from the model, measured here, or free."""
+    if method == "none" or check_codec(codec) == "free":
         return 0.0, 0.0
+    if codec == "model":
+        enc, dec = flops_per_element(method, error_feedback, **options)
+        d = train.parameter_count(width, layers)
+        return device.seconds(enc * d), device.seconds(dec * d)
     m = measure_here(method, ranks, width, layers, batch, error_feedback, tuple(sorted(options.items())))
     return (device.seconds(m["encode_here_s"] * m["gemm_flops_per_s"]),
             device.seconds(m["decode_here_s"] * m["gemm_flops_per_s"]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from ..plots import label_lines, method_style
 from .pays import bandwidth_label, crossover
 
 
@@ -16,54 +17,100 @@ def _name(r) -> str:
 
 
 def accuracy_curves(results, baseline=None, axes=None):
-    """Test accuracy against steps (left) and against the virtual clock (right)."""
+    """Test accuracy against steps (left) and against the virtual clock (right); lines labelled at their ends."""
     if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     else:
         fig = axes[0].figure
     runs = ([baseline] if baseline is not None else []) + list(results)
-    for i, r in enumerate(runs):
-        style = {"color": "black", "linestyle": "--"} if r is baseline else {}
-        name = "fp32 baseline" if r is baseline else _name(r)
+    ends = [{}, {}]
+    for r in runs:
+        name = "fp32" if r is baseline else _name(r)
         if r.diverged is not None:
-            name += f" (diverged at step {r.diverged})"
-        axes[0].plot(r.steps, r.accuracy, label=name, **style)
-        axes[1].plot([t * 1e3 for t in r.time_s], r.accuracy, label=name, **style)
+            name += f" (diverged, step {r.diverged})"
+        style = method_style("none" if r is baseline else r.method)
+        if r is not baseline and r.error_feedback:
+            style["linestyle"] = "-"
+        elif r is not baseline:
+            style["linestyle"] = ":"
+        style["marker"] = None
+        for i, xs in enumerate((r.steps, [t * 1e3 for t in r.time_s])):
+            axes[i].plot(xs, r.accuracy, lw=1.8, **style)
+            ends[i][name] = (xs, r.accuracy, style["color"])
     axes[0].set(xlabel="step", ylabel="test accuracy", title="accuracy vs steps", ylim=(0, 1))
     axes[1].set(xlabel="virtual time (ms)", ylabel="test accuracy", title="accuracy vs time", ylim=(0, 1))
-    for ax in axes:
+    for ax, lines in zip(axes, ends):
         ax.grid(alpha=0.3)
-    axes[0].legend(frameon=False, fontsize=8, loc="lower right")
+        label_lines(ax, lines, fontsize=7.5, min_gap=0.07)
     fig.tight_layout()
     return fig
 
 
-def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: float | None = None):
-    """Step time of each method against bandwidth (log-log); the baseline dashed; crossovers dotted."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(10, 4.6))
+def _crossover_line(ax, rows, lab, baseline_label, color):
+    cross = crossover(rows, lab, baseline_label)
+    if cross is not None:
+        ax.axvline(cross * 8 / 1e9, color=color, lw=1, ls=":")
+        ax.annotate(f"pays below\n{bandwidth_label(cross)}", xy=(cross * 8 / 1e9, 0.97),
+                    xycoords=("data", "axes fraction"), fontsize=7, color=color, va="top", ha="right",
+                    bbox={"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1})
+
+
+def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: float | None = None,
+                           columns: int = 4):
+    """Step time of each method against bandwidth (log-log) beside the fp32 baseline (black, dashed).
+
+    Without `ax`: small multiples, one panel per method, each with its crossover labelled. With `ax`
+    (a panel's single axes): every method on it, labelled at the line's end.
+    """
+    from .codec_cost import describe_codec
     labels = [lab for lab in dict.fromkeys(r["label"] for r in rows) if lab != baseline_label]
-    colors = plt.get_cmap("tab20" if len(labels) > 10 else "tab10").colors
-    for lab in [baseline_label] + labels:
-        pts = sorted((r["bandwidth_Bps"] * 8 / 1e9, r["step_s"] * 1e3) for r in rows if r["label"] == lab)
-        if not pts:
-            continue
-        xs, ys = zip(*pts)
-        if lab == baseline_label:
-            ax.plot(xs, ys, "k--", lw=2.5, label="fp32 all-reduce (baseline)", zorder=3)
-            continue
-        color = colors[labels.index(lab) % len(colors)]
-        ax.plot(xs, ys, "o-", ms=3, color=color, label=lab)
-        cross = crossover(rows, lab, baseline_label)
-        if cross is not None:
-            ax.axvline(cross * 8 / 1e9, color=color, lw=0.8, ls=":")
+
+    def points(lab):
+        return zip(*sorted((r["bandwidth_Bps"] * 8 / 1e9, r["step_s"] * 1e3) for r in rows if r["label"] == lab))
+
+    base = list(points(baseline_label))
+    if ax is None:
+        n_rows = max(1, -(-len(labels) // columns))
+        fig, axes = plt.subplots(n_rows, columns, figsize=(3.2 * columns, 2.4 * n_rows + 0.6), sharex=True,
+                                 sharey=True, squeeze=False)
+        for a, lab in zip(axes.flat, labels):
+            style = method_style(lab)
+            if base:
+                a.plot(*base, color="black", ls="--", lw=1.5)
+            a.plot(*points(lab), color=style["color"], marker=style["marker"], ls="-", ms=3, lw=1.5)
+            _crossover_line(a, rows, lab, baseline_label, style["color"])
+            a.set_title(lab.replace("ratio=", "").replace(", warmup_steps=40", ""), fontsize=9, color=style["color"])
+            a.set(xscale="log", yscale="log")
+            a.grid(alpha=0.3, which="both")
+        for a in list(axes.flat)[len(labels):]:
+            a.axis("off")
+        for a in axes[-1]:
+            a.set_xlabel("bandwidth (Gbit/s)")
+        for a in axes[:, 0]:
+            a.set_ylabel("step (ms, virtual)")
+        fig.suptitle(f"step time against bandwidth; black dashed: fp32 all-reduce; "
+                     f"{describe_codec(rows[0].get('codec', 'model'))}", fontsize=10)
+        fig.tight_layout()
+        return fig
+    fig = ax.figure
+    ends = {}
+    if base:
+        ax.plot(*base, color="black", ls="--", lw=2)
+        ends["fp32"] = (*base, "black")
+    for lab in labels:
+        style = method_style(lab)
+        xs, ys = points(lab)
+        ax.plot(xs, ys, color=style["color"], marker=style["marker"], ls="-", ms=3)
+        ends[lab] = (xs, ys, style["color"])
+        _crossover_line(ax, rows, lab, baseline_label, style["color"])
     if mark is not None:
-        ax.axvline(mark * 8 / 1e9, color="grey", lw=6, alpha=0.2, label="your bandwidth")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set(xlabel="bandwidth (Gbit/s, 1e9 bit/s)", ylabel="step time (ms, virtual)",
-           title="when compression pays (dotted: where each method crosses fp32)")
+        ax.axvline(mark * 8 / 1e9, color="grey", lw=6, alpha=0.2)
+        ax.annotate("your link", xy=(mark * 8 / 1e9, 0.03), xycoords=("data", "axes fraction"), fontsize=8,
+                    color="grey", ha="center")
+    ax.set(xscale="log", yscale="log", xlabel="bandwidth (Gbit/s, 1e9 bit/s)", ylabel="step time (ms, virtual)",
+           title=f"when compression pays ({describe_codec(rows[0].get('codec', 'model'))})")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    label_lines(ax, ends)
     fig.tight_layout()
     return fig
 
@@ -105,10 +152,12 @@ def method_grid(rows, baseline, x: str = "step", columns: int = 4):
     for ax, row in zip(axes.flat, rows):
         plain, ef = row["runs"]
         ax.plot(xs(baseline), baseline.accuracy, "k--", lw=1, label="fp32")
-        ax.plot(xs(plain), plain.accuracy, label="no EF" + (" (diverged)" if plain.diverged is not None else ""))
+        colour = method_style(row["method"])["color"]
+        ax.plot(xs(plain), plain.accuracy, color=colour, ls=":", lw=1.5,
+                label="no EF" + (" (diverged)" if plain.diverged is not None else ""))
         if ef is not plain:
-            ax.plot(xs(ef), ef.accuracy, label="EF" + (" (diverged)" if ef.diverged is not None else ""))
-        ax.set_title(row["method"], fontsize=9)
+            ax.plot(xs(ef), ef.accuracy, color=colour, lw=1.8, label="EF" + (" (diverged)" if ef.diverged is not None else ""))
+        ax.set_title(row["method"].replace(", warmup_steps=40", ""), fontsize=9, color=colour)
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
         ax.legend(frameon=False, fontsize=7, loc="lower right")

@@ -1,7 +1,7 @@
 """When compression pays: the step time of each method across bandwidths, and where it crosses fp32.
 
 A compressed step costs   compute (forward + backward + optimizer, FLOPs on the device preset)
-                        + encode and decode (measured, scaled to the device: ``codec_cost``)
+                        + encode and decode (per-element model or measured, on the device: ``codec_cost``)
                         + communication of the compressed bytes (the emulated network).
 Compression removes bytes but adds encode/decode compute, and an all-gather (top-k, sign, QSGD)
 grows with the number of ranks where an all-reduce does not. On a slow link the bytes dominate and
@@ -25,7 +25,7 @@ from .. import cluster, data, train
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import check_method, make
-from .codec_cost import codec_seconds
+from .codec_cost import DEFAULT_CODEC, check_codec, codec_seconds
 
 LATE_STEP = 10**6            # the step index timed: past any warm-up (DGC's density schedule)
 BANDWIDTHS = ["100Mbit/s", "400Mbit/s", "1Gbit/s", "4Gbit/s", "10Gbit/s", "25Gbit/s", "40Gbit/s",
@@ -71,18 +71,17 @@ def one_step_each(comm, specs, width, layers, batch, seed=0):
 
 def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128, layers: int = 2,
                batch: int = 32, latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
-               codec: str = "measured", progress: bool = False) -> list[dict]:
+               codec: str = DEFAULT_CODEC, progress: bool = False) -> list[dict]:
     """One row per (method, bandwidth): step time and its parts, measured on real ranks."""
     from tqdm.auto import tqdm
     cluster.check_ranks(ranks)
     train.check_model(width, layers)
-    if codec not in ("measured", "free"):
-        raise ValueError(f"codec: must be 'measured' or 'free', got {codec!r}")
+    check_codec(codec)
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     specs = []
     for item in methods:
         name, options, ef = _spec(item)
-        enc, dec = codec_seconds(name, ranks, width, layers, batch, dev, ef, **options) if codec == "measured" else (0.0, 0.0)
+        enc, dec = codec_seconds(name, ranks, width, layers, batch, dev, ef, codec, **options)
         specs.append((name, options, ef, enc, dec))
     nets = [(bw, make_network(bw, latency)) for bw in bandwidths]     # bad input fails before any run
     flops = train.step_flops(width, layers, batch)
@@ -97,7 +96,8 @@ def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128,
             codec_s = enc + dec * (ranks if gathered else 1)
             rows.append({"method": name, "label": label(name, options), "options": options,
                          "error_feedback": ef, "bandwidth": bw, "bandwidth_Bps": net.nic.bandwidth,
-                         "communicator": res.values[0][i]["communicator"], "ranks": ranks, "step_s": step, "compute_s": compute_s, "codec_s": codec_s,
+                         "communicator": res.values[0][i]["communicator"], "ranks": ranks, "step_s": step,
+                         "compute_s": compute_s, "codec_s": codec_s, "codec": codec,
                          "comm_s": step - compute_s - codec_s,
                          "wire_bytes": sum(v[i]["wire_bytes"] for v in res.values) / ranks,
                          "dense_bytes": 4 * train.parameter_count(width, layers),

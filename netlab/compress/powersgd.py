@@ -69,8 +69,8 @@ class PowerSGD:
     def __init__(self, shapes, rank: int = 1, error_feedback: bool = True, warm_start: bool = True,
                  start_iter: int = 0, min_compression_rate: float = 2.0, seed: int = 0,
                  epsilon: float = 0.0, algo: str = "ring", encode_s: float = 0.0, decode_s: float = 0.0):
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            raise ValueError(f"rank: must be a whole number >= 1, got {rank!r}")
+        from .. import validate
+        validate.whole(rank, "rank", 1, max((min(s) for s in shapes if len(s) > 1), default=1))  # r <= min(n, m)
         if isinstance(start_iter, bool) or not isinstance(start_iter, int) or start_iter < 0:
             raise ValueError(f"start_iter: must be a whole number >= 0, got {start_iter!r}")
         self.shapes = [tuple(s) for s in shapes]

@@ -96,9 +96,8 @@ class Threshold(Compressor):
     fixed_size = False
 
     def __init__(self, tau: float = 1e-2):
-        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not tau > 0:
-            raise ValueError(f"tau: must be greater than zero, got {tau!r}")
-        self.tau = float(tau)
+        from .. import validate
+        self.tau = validate.positive(tau, "tau", 1e3)        # |g| >= 1e3: nothing would ever be sent
 
     def describe(self):
         return f"threshold {self.tau:g}"

@@ -11,6 +11,7 @@ the d/k = 100 rescaling makes even plain random-k diverge at this learning rate)
 """
 from __future__ import annotations
 
+from .codec_cost import DEFAULT_CODEC, describe_codec
 from .pays import label
 from .training import run_training
 
@@ -22,7 +23,7 @@ TABLE = [
 ]
 
 
-def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = "free", progress: bool = False,
+def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = DEFAULT_CODEC, progress: bool = False,
                  **kwargs) -> list[dict]:
     """One row per method: accuracy without and with error feedback, payload, ratio, wire bytes, step time.
 
@@ -39,30 +40,31 @@ def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = "
                      "payload_bytes": plain.payload_bytes, "payload_bytes_ef": ef.payload_bytes,
                      "compression_ratio": plain.compression_ratio, "compression_ratio_ef": ef.compression_ratio,
                      "bytes_per_step": plain.bytes_per_step, "bytes_per_step_ef": ef.bytes_per_step,
-                     "step_s": plain.step_s, "step_s_ef": ef.step_s,
+                     "step_s": plain.step_s, "step_s_ef": ef.step_s, "codec": codec,
                      "runs": (plain, ef)})
     return rows
 
 
 def format_table(rows, baseline_accuracy: float | None = None) -> str:
-    """A plain-text table (bytes in B, GB = 1e9 B)."""
+    """A plain-text table under 100 characters wide (bytes in B; a dagger marks a diverged run)."""
     base = baseline_accuracy if baseline_accuracy is not None else next(
         (r["accuracy"] for r in rows if r["method"] == "none"), None)
 
     def acc(a, diverged):
-        return f"{a:.3f}" + ("  diverged" if diverged is not None else "")
+        return f"{a:.3f}" + ("\u2020" if diverged is not None else " ")
 
-    lines = [f"{'':36s} {'test accuracy':^32s} {'payload B / rank / step':^25s} {'ratio':^17s} {'wire B':>9s}",
-             f"{'method':36s} {'no EF':>15s} {'with EF':>16s} {'no EF':>12s} {'with EF':>12s} "
-             f"{'no EF':>8s} {'with EF':>8s} {'with EF':>9s}"]
+    lines = [f"{'':34s} {'test accuracy':^15s} {'payload B/rank/step':^19s} {'fp32 / payload':^17s} {'wire B':>8s}",
+             f"{'method':34s} {'no EF':>7s} {'EF':>7s} {'no EF':>9s} {'EF':>9s} {'no EF':>8s} {'EF':>8s} {'EF':>8s}"]
     for r in rows:
-        lines.append(f"{r['method']:36s} {acc(r['accuracy'], r['diverged']):>15s} "
-                     f"{acc(r['accuracy_ef'], r['diverged_ef']):>16s} {r['payload_bytes']:12.0f} "
-                     f"{r['payload_bytes_ef']:12.0f} {r['compression_ratio']:7.1f}x {r['compression_ratio_ef']:7.1f}x "
-                     f"{r['bytes_per_step_ef']:9.0f}")
+        lines.append(f"{r['method']:34s} {acc(r['accuracy'], r['diverged']):>7s} "
+                     f"{acc(r['accuracy_ef'], r['diverged_ef']):>7s} {r['payload_bytes']:9.0f} "
+                     f"{r['payload_bytes_ef']:9.0f} {r['compression_ratio']:7.1f}x {r['compression_ratio_ef']:7.1f}x "
+                     f"{r['bytes_per_step_ef']:8.0f}")
     if base is not None:
-        lines.append(f"fp32 baseline accuracy {base:.3f}; payload: the compressed gradient (mean over steps); "
-                     f"ratio: fp32 bytes / payload; wire: bytes one rank sent per step")
+        lines.append(f"fp32 baseline accuracy {base:.3f}; \u2020 diverged. payload: the compressed gradient, mean")
+        lines.append("over steps; wire: bytes one rank really sent per step (EF runs).")
+    if rows and "codec" in rows[0]:
+        lines.append(describe_codec(rows[0]["codec"]))
     return "\n".join(lines)
 
 

@@ -6,8 +6,9 @@ optimizer's momentum turned off when the method carries its own (DGC's momentum 
 that control, which is why this loop is not ``train.train``). It records accuracy against steps and
 against the virtual clock, and the bytes each rank really put on the wire per step.
 
-``run_training`` launches it: it measures the codec's compute cost first (``codec_cost``), so that
-compressing is charged to the clock like any other compute, then returns a ``TrainResult``.
+``run_training`` launches it: it prices the codec's compute first (``codec_cost``: the per-element
+model by default, or measured here), so that compressing is charged to the clock like any other
+compute, then returns a ``TrainResult``.
 
 Divergence: the summed gradient is the same on every rank, so when it stops being finite all ranks
 see it at once, stop, and report the step (the last finite model is evaluated). A run never hangs
@@ -20,10 +21,11 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from .. import cluster, data, train
+from .. import cluster, data, train, validate
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import check_method, make
+from .codec_cost import DEFAULT_CODEC, check_codec, codec_seconds
 
 CHAPTER = {"width": 128, "layers": 2, "batch": 32, "lr": 0.1, "momentum": 0.0}   # the chapter's setup
 
@@ -101,30 +103,30 @@ class TrainResult:
 
 
 def _check_int(value, name, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        span = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name}: must be a whole number {span}, got {value!r}")
-    return value
+    if isinstance(value, float):                    # 3.0 is not a step count here: ints only
+        raise ValueError(f"{name}: must be a whole number, got {value!r}")
+    return validate.whole(value, name, low, high)
 
 
 def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_feedback: bool = False,
                  bandwidth="1Gbit/s", latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
                  width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
-                 seed: int = 0, eval_every: int | None = None, codec: str = "measured", timeout: float = 300.0,
+                 seed: int = 0, eval_every: int | None = None, codec: str = DEFAULT_CODEC, timeout: float = 300.0,
                  sync_factory=None, **options) -> TrainResult:
     """Train with `method` on `ranks` real ranks over an emulated network; see ``TrainResult``.
 
-    codec: "measured" charges the measured compress/decompress compute (``codec_cost``); "free"
-    charges nothing (deterministic times, for tests).
+    codec: how compress/decompress compute is charged (``codec_cost``): "model" (default, per-element
+    FLOPs from the committed calibration: the same on every machine), "measured" (timed here, now)
+    or "free" (nothing).
     """
-    from .codec_cost import codec_seconds
     check_method(method)
     cluster.check_ranks(ranks)
     train.check_model(width, layers)
     _check_int(steps, "steps", 1, 100_000)
-    _check_int(batch, "batch", 1)
-    if codec not in ("measured", "free"):
-        raise ValueError(f"codec: must be 'measured' or 'free', got {codec!r}")
+    _check_int(batch, "batch", 1, 4096)
+    validate.positive(lr, "lr", 100.0)
+    validate.seed(seed)
+    check_codec(codec)
     if not lr > 0:
         raise ValueError(f"lr: must be greater than zero, got {lr!r}")
     shapes = [tuple(p.shape) for p in train.make_model(width, layers, seed).parameters()]
@@ -136,8 +138,8 @@ def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_f
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     eval_every = eval_every or max(1, steps // 20)
     encode_s = decode_s = 0.0
-    if codec == "measured" and sync_factory is None:
-        encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, error_feedback, **options)
+    if sync_factory is None:
+        encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, error_feedback, codec, **options)
     if not cluster.under_torchrun():
         cluster.check_memory(ranks, 80e6 + 12 * train.grad_bytes(width, layers), "this training run")
     res = cluster.run(train_compressed, ranks=ranks, network=net, device=dev, timeout=timeout, method=method,

@@ -16,7 +16,10 @@ rto_min while the connections stay open (ECN cannot change this way: it is negot
 Each round is a synchronous parameter-server push: the server sends every worker a one-element
 "go" tensor at once, every worker answers with its `shard` bytes (float32), and the round ends when
 the server holds them all: the traffic of chapter 3's push, through a switch port with a small
-queue. One warm-up round is not measured. Every rank prints one JSON line: the server its round
+queue. The first round of every phase is not measured: in phase 0 it opens gloo's connections, in
+the others it lets every connection take an RTT sample under the new route (a socket's RTO is
+recomputed from its route's rto_min only on its next ACK, so the first round would still wait
+out a timer armed with the old value). Every rank prints one JSON line: the server its round
 times, a worker its TCP counter deltas over the measured rounds.
 """
 from __future__ import annotations
@@ -32,14 +35,14 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from .netns import netns, read_counters
+from .netns import InNamespace, read_counters
 
 PR_SET_PDEATHSIG = 1
 
 
 def _rank_main(rank: int, ns: str, cfg: dict, out_fd: int) -> None:
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    netns(ns).__enter__()                                 # this process now lives in `ns` for good
+    InNamespace(ns).__enter__()                               # this process now lives in `ns` for good
     os.environ["GLOO_SOCKET_IFNAME"] = "eth0"
     torch.set_num_threads(1)
     world = len(cfg["worker_ns"]) + 1
@@ -56,20 +59,20 @@ def _rank_main(rank: int, ns: str, cfg: dict, out_fd: int) -> None:
         for p in range(phases):
             if p > 0:
                 _wait_for_go(cfg, p)
-            for r in range(rounds + (p == 0)):           # phase 0 round 0 warms up the connections
+            for r in range(rounds + 1):                  # round 0 of a phase is not measured (below)
                 t0 = time.perf_counter()
                 sends = [dist.isend(go, dst=w) for w in range(1, world)]
                 recvs = [dist.irecv(bufs[w], src=w) for w in range(1, world)]
                 for work in sends + recvs:
                     work.wait()
-                if p > 0 or r > 0:
+                if r > 0:
                     record["round_s"][p].append(time.perf_counter() - t0)
     else:
         shard = torch.full((elements,), float(rank))
         record["counters"] = []
         for p in range(phases):
-            for r in range(rounds + (p == 0)):
-                if r == (p == 0):                        # first measured round of the phase
+            for r in range(rounds + 1):
+                if r == 1:                               # first measured round of the phase
                     before = read_counters(ns)
                 dist.recv(go, src=0)
                 dist.send(shard, dst=0)

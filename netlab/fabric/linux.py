@@ -18,6 +18,9 @@ sockets are opened inside the sender namespaces (setns on this thread) and then 
 epoll loop. That costs microseconds per event, far below the 100 Mbit/s port's 121 us per segment.
 Counters: retransmission timeouts (TcpExtTCPTimeouts) and retransmitted segments (TcpRetransSegs)
 from the sender namespaces' /proc/net, drops from the port's tbf qdisc, marks from the ECN marker.
+`ps_push` runs the same incast with real gloo ranks (`_gloo_push.py`).
+Left out: PFC and lossless fabrics (a Linux bridge drops, veth has no dcb), propagation delay (no
+netem here: the RTT is tens of microseconds plus queueing), DCTCP unless the kernel has it.
 """
 from __future__ import annotations
 
@@ -46,20 +49,21 @@ class Unavailable(RuntimeError):
 
 @functools.lru_cache(maxsize=1)
 def available() -> tuple[bool, str]:
-    """(True, '') when this process can build namespaces with shaped bridges; else (False, why).
-    Checked once per process (it builds and removes a one-sender testbed)."""
+    """(True, '') when this process can build namespaces with shaped bridges; else (False, why),
+    why being one line a chapter can print before it falls back to the model. Checked once per
+    process (it builds and removes a one-sender testbed)."""
     if os.name != "posix" or not os.path.exists("/proc/self/ns/net"):
-        return False, "the real Linux network needs Linux with network namespaces; using the model"
+        return False, "the real Linux network needs Linux with network namespaces"
     if os.geteuid() != 0:
-        return False, "the real Linux network needs root (network namespaces); using the model"
+        return False, "the real Linux network needs root (network namespaces)"
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None:
-            return False, f"the real Linux network needs the `{tool}` program (iproute2); using the model"
+            return False, f"the real Linux network needs the `{tool}` program (iproute2)"
     try:
         with Testbed(senders=1, bandwidth=12.5e6, buffer=32 * 1024):
             pass
-    except (OSError, RuntimeError) as e:
-        return False, f"cannot build a network namespace testbed here ({str(e).splitlines()[0]}); using the model"
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        return False, f"cannot build a network namespace testbed here ({str(e).splitlines()[0]})"
     return True, ""
 
 
@@ -77,14 +81,14 @@ def _percentile(values: list[float], q: float) -> float:
 
 def _connect(tb: Testbed) -> tuple[list[socket.socket], list[socket.socket], socket.socket]:
     """Sender sockets (in the sender namespaces) and their accepted peers (in the receiver's)."""
-    with netns.netns(tb.receiver_ns):
+    with netns.InNamespace(tb.receiver_ns):
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind((tb.receiver_addr, 0))
     listener.listen(tb.senders)
     port = listener.getsockname()[1]
     senders = []
     for ns in tb.sender_ns:
-        with netns.netns(ns):
+        with netns.InNamespace(ns):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.settimeout(10)
@@ -149,18 +153,21 @@ def _rounds(senders, receivers, block: int, rounds: int, deadline: float) -> lis
 
 
 def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
-           rto_min="200ms", rounds: int = 20, ecn: bool = False, ecn_threshold=None, burst=None) -> dict:
+           rto_min="200ms", rounds: int = 20, ecn=False, ecn_k=None, burst=None) -> dict:
     """Measure `rounds` synchronized incast rounds on a namespace testbed and report like the model.
 
     senders: pushing hosts; block: bytes each pushes per round; bandwidth: the receiver port's rate;
     buffer: that port's queue in bytes (drop-tail); transport: the kernel's congestion control
     (reno, cubic, bbr; dctcp where built in, which turns ECN on); rto_min: on every host's route
-    ('200ms' is Linux's default, left untouched); ecn: mark CE at `ecn_threshold` bytes (default half
-    the buffer) and negotiate ECN. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
-    ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmits, drops, marks."""
+    ('200ms' is Linux's default, left untouched); ecn: mark CE above `ecn_k` bytes (DCTCP's K;
+    default half the buffer) and negotiate ECN; `ecn` may also be the model's ECN(kmin, kmax) with
+    kmin == kmax (this port marks at one threshold). The keywords are the CLI's flags. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
+    ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmissions, drops, marks,
+    pause_s (always 0: a Linux bridge drops, it never pauses) and wall_s: the model's keys."""
     n, block_b, rate, buffer_b, rto, threshold = _check(senders, block, bandwidth, buffer, transport, rto_min,
-                                                        rounds, ecn_threshold)
-    ecn = bool(ecn) or transport == "dctcp"
+                                                        rounds, ecn, ecn_k)
+    ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
+    wall = time.perf_counter()
     with Testbed(n, rate, buffer_b, cc=transport, rto_min=None if abs(rto - 0.2) < 1e-9 else rto,
                  ecn=ecn, ecn_threshold=threshold,
                  burst=parse_bytes(burst, "burst") if burst is not None else None) as tb:
@@ -175,10 +182,12 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
     return _result("linux", n, block_b, rate, buffer_b, transport, rto, ecn, times,
                    after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
                    after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
-                   port1.get("drops", 0) - port0.get("drops", 0), port1["marks"] - port0["marks"])
+                   port1.get("drops", 0) - port0.get("drops", 0), port1["marks"] - port0["marks"],
+                   time.perf_counter() - wall)
 
 
-def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_threshold, who="senders", what="block"):
+def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):
+    """Parse and check the CLI's options (bad input first, whatever the machine), then the machine."""
     n = int(senders)
     if not 1 <= n <= netns.MAX_SENDERS:
         raise ValueError(f"{who}: must be 1 to {netns.MAX_SENDERS}, got {senders!r}")
@@ -187,16 +196,21 @@ def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn_th
     rto = parse_time(rto_min, "rto_min", allow_zero=False)
     if int(rounds) < 1:
         raise ValueError(f"rounds: must be at least 1, got {rounds!r}")
+    threshold = parse_bytes(ecn_k, "ecn_k") if ecn_k is not None else None
+    if hasattr(ecn, "kmin"):                             # the model's ECN(kmin, kmax, pmax)
+        if ecn.kmax != ecn.kmin:
+            raise ValueError("ecn-kmin: the real port marks at one threshold K (DCTCP-style); give kmin == kmax")
+        threshold = int(ecn.kmin)
     ok, why = available()
     if not ok:
         raise Unavailable(why)
     if transport not in transports():
         raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
-    threshold = parse_bytes(ecn_threshold, "ecn_threshold") if ecn_threshold is not None else None
     return n, block_b, rate, buffer_b, rto, threshold
 
 
-def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts, retransmits, drops, marks) -> dict:
+def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts, retransmissions, drops, marks,
+            wall_s) -> dict:
     goodput = n * block * len(times) / sum(times)
     return {
         "engine": engine, "senders": n, "block": block, "bandwidth_Bps": rate, "buffer": buffer,
@@ -205,22 +219,24 @@ def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts
         "completion_s": {"p50": _percentile(times, 0.5), "p99": _percentile(times, 0.99),
                          "max": max(times), "mean": sum(times) / len(times)},
         "ideal_round_s": n * block * WIRE_PER_SEGMENT / rate, "round_s": list(times),
-        "timeouts": timeouts, "retransmits": retransmits, "drops": drops, "marks": marks, "pause_s": 0.0,
+        "timeouts": timeouts, "retransmissions": retransmissions, "drops": drops, "marks": marks, "pause_s": 0.0,
+        "wall_s": wall_s,
     }
 
 
 def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
-            rto_min="200ms", rounds: int = 10, ecn: bool = False, ecn_threshold=None, fixes=(),
+            rto_min="200ms", rounds: int = 10, ecn=False, ecn_k=None, fixes=(),
             timeout_s: float = 90.0) -> dict:
     """The same incast with real gloo ranks: `workers` ranks in the sender namespaces push `shard`
     bytes each round to a server rank in the receiver's (see `_gloo_push.py`).
 
     Same keys as `incast` (block = shard). `fixes`, e.g. ({"rto_min": "1ms"}, {"buffer": "1M"}), are
     measured afterwards on the same ranks and connections, each against the base setup, and returned
-    under "fixes" (each with its "fix"). Timeouts and retransmits are the workers' over the measured
-    rounds; drops and marks the port's (the base's include gloo's setup and one warm-up round)."""
+    under "fixes" (each with its "fix"). Timeouts and retransmissions are the workers' over the measured
+    rounds; drops and marks the port's over each phase, including its one unmeasured round (and,
+    for the base, gloo's setup)."""
     n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
-                                                        rounds, ecn_threshold, "workers", "shard")
+                                                        rounds, ecn, ecn_k, "workers", "shard")
     if shard_b % 4:
         raise ValueError(f"shard: must be a whole number of float32 elements (a multiple of 4 bytes), got {shard!r}")
     steps = []                                            # (rto_min in s or None, buffer in bytes) per phase
@@ -230,8 +246,9 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
             raise ValueError(f"fixes: only rto_min and buffer can change between phases, got {sorted(unknown)}")
         steps.append((parse_time(fix.get("rto_min", rto), "rto_min", allow_zero=False),
                       parse_bytes(fix.get("buffer", buffer_b), "buffer")))
-    ecn = bool(ecn) or transport == "dctcp"
+    ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     base_rto = None if abs(rto - 0.2) < 1e-9 else rto
+    wall = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="netlab-gloo-") as tmp, \
             Testbed(n, rate, buffer_b, cc=transport, rto_min=base_rto, ecn=ecn, ecn_threshold=threshold) as tb:
         cfg = {"server_ns": tb.receiver_ns, "worker_ns": tb.sender_ns, "shard": shard_b, "rounds": int(rounds),
@@ -265,7 +282,7 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
                                sum(r["counters"][p]["TcpExtTCPTimeouts"] for r in records[1:]),
                                sum(r["counters"][p]["TcpRetransSegs"] for r in records[1:]),
                                ports[p + 1].get("drops", 0) - ports[p].get("drops", 0),
-                               ports[p + 1]["marks"] - ports[p]["marks"]))
+                               ports[p + 1]["marks"] - ports[p]["marks"], time.perf_counter() - wall))
     for res, fix in zip(results[1:], fixes):
         res["fix"] = dict(fix)
     results[0]["fixes"] = results[1:]

@@ -13,14 +13,17 @@ sysctls are never touched):
 
 * The switch's output port toward the receiver (`prx`) is a token bucket (tbf) at the link rate
   with a drop-tail queue of `buffer` bytes: the shallow buffer of an incast (Vasudevan et al.,
-  SIGCOMM'09). tbf counts L2 bytes (1514 per full 1448-byte TCP segment).
+  SIGCOMM'09). tbf counts L2 bytes (1514 per full 1448-byte TCP segment); its bucket (`burst`,
+  2 ms of rate, >= 16 KB) lets that much through at once after a pause, on top of the queue.
 * Each host namespace's route to 10.77.0.0/24 carries the congestion control (`congctl`, because
   this kernel's net.ipv4.tcp_congestion_control is not writable per namespace) and, optionally,
   `rto_min` (Linux's default RTOmin is 200 ms; the effective minimum is a few jiffies).
 * ECN: tcp_ecn=1 in every host namespace, and a marker on the port. This kernel has no marking
-  qdisc (red, fq_codel, pie, choke are absent), so the marker is a "phantom queue" (an nftables
-  token bucket just below the link rate in the bridge's forward hook that sets CE on ECT packets
-  once more than `ecn_threshold` bytes are above that rate); it needs the `nft` program.
+  qdisc (red, fq_codel, pie, choke are absent), so the marker is a "phantom queue" (Lu et al.'s
+  HULL idea): a token bucket at 95 % of the link rate, `ecn_threshold` bytes deep, in the bridge's
+  forward path (iptables hashlimit); ECT packets that find it empty get CE (iptables TOS target).
+  With ECN on, the hosts send MTU-sized packets (no GSO) so the bucket can count frames.
+  It needs the `iptables` program.
 * Teardown on success, exceptions, Ctrl-C and SIGTERM (a handler turns SIGTERM into SystemExit
   while the testbed is open): processes left inside the namespaces are killed, the namespaces
   deleted (deleting a namespace deletes its veths and its bridge). A namespace named after a pid
@@ -57,7 +60,7 @@ def _run(args: list[str], input: str | None = None, check: bool = True) -> subpr
     return r
 
 
-class netns:
+class InNamespace:
     """Run this thread inside namespace `name` for the duration of a with-block.
 
     Sockets created inside stay in that namespace after the block ends, and /proc/thread-self/net
@@ -85,14 +88,14 @@ class netns:
 
 
 def sysctl(ns: str, key: str, value) -> None:
-    with netns(ns), open("/proc/sys/" + key.replace(".", "/"), "w") as f:
+    with InNamespace(ns), open("/proc/sys/" + key.replace(".", "/"), "w") as f:
         f.write(str(value))
 
 
 def read_counters(ns: str) -> dict[str, int]:
     """The namespace's TCP counters: /proc/net/netstat (TcpExt*) and /proc/net/snmp (Tcp*)."""
     out: dict[str, int] = {}
-    with netns(ns):
+    with InNamespace(ns):
         for fname in ("netstat", "snmp"):
             with open(f"/proc/thread-self/net/{fname}") as f:
                 lines = f.read().splitlines()
@@ -149,8 +152,8 @@ def available_cc() -> list[str]:
 
 
 def ecn_marker() -> str | None:
-    """How this machine can mark CE on the port, or None: 'nft' (phantom queue)."""
-    return "nft" if shutil.which("nft") else None
+    """How this machine can mark CE on the port, or None: 'iptables' (a phantom queue)."""
+    return "iptables" if shutil.which("iptables") else None
 
 
 class Testbed:
@@ -170,12 +173,13 @@ class Testbed:
         if rto_min is not None and not 0 < rto_min <= 1.0:
             raise ValueError(f"rto_min: must be in (0, 1] s, got {rto_min!r}")
         if ecn and ecn_marker() is None:
-            raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `nft` program is not installed")
+            raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `iptables` program is not installed")
         self.senders, self.bandwidth, self.buffer = int(senders), float(bandwidth), int(buffer)
         self.cc, self.rto_min, self.ecn = cc, rto_min, bool(ecn)
         self.ecn_threshold = int(ecn_threshold if ecn_threshold is not None else max(buffer // 2, 3028))
-        # tbf's bucket: a few ms of rate, or a loaded machine leaves the link idle between its timer
-        # ticks; never below 16 KB (the largest GSO piece tbf splits to). Bytes.
+        # tbf's bucket in bytes: 2 ms of rate, at least 16 KB, or a loaded machine leaves the link
+        # idle between the qdisc's timer ticks. A full bucket passes `burst` bytes at once, so a
+        # round that starts after a pause meets a queue of about buffer + burst.
         self.burst = int(burst if burst is not None else max(16 * 1024, self.bandwidth * 2e-3))
         base = f"{PREFIX}{os.getpid()}-{next(_seq)}"
         self.bridge_ns, self.receiver_ns = base + "-br", base + "-rx"
@@ -239,7 +243,8 @@ class Testbed:
             links += [f"link add ps{i} type veth peer name {self.ifname} netns {ns}", f"link set ps{i} master br0 up"]
         _run(["ip", "-n", self.bridge_ns, "-batch", "-"], input="\n".join(links) + "\n")
         for ns, addr in zip(self.hosts, [self.receiver_addr] + self.sender_addr):
-            sysctl(ns, "net.ipv6.conf.all.disable_ipv6", 1)
+            if os.path.exists("/proc/sys/net/ipv6"):              # quiet: no router solicitations
+                sysctl(ns, "net.ipv6.conf.all.disable_ipv6", 1)
             sysctl(ns, "net.ipv4.tcp_ecn", 1 if self.ecn else 0)
             _run(["ip", "-n", ns, "-batch", "-"], input="\n".join([
                 "link set lo up", f"addr add {addr}/24 dev {self.ifname}", f"link set {self.ifname} up"]) + "\n")
@@ -273,12 +278,24 @@ class Testbed:
 
     def _add_phantom_queue(self) -> None:
         # marks CE once the traffic to prx runs more than ecn_threshold bytes above 95 % of the rate:
-        # a DCTCP-style single threshold K on a virtual queue drained a little slower than the link
-        rate = int(self.bandwidth * 0.95)
-        rules = (f"table bridge netlab {{ chain fwd {{ type filter hook forward priority 0; "
-                 f'oifname "prx" ip ecn {{ ect0, ect1 }} limit rate over {rate} bytes/second '
-                 f"burst {self.ecn_threshold} bytes counter ip ecn set ce; }} }}\n")
-        _run(["ip", "netns", "exec", self.bridge_ns, "nft", "-f", "-"], input=rules)
+        # a DCTCP-style single threshold K on a virtual queue drained a little slower than the link.
+        # Counted in full frames, as xt_hashlimit's bucket is exactly `burst` deep only in packet
+        # mode (its byte mode and nftables' limit hold a second of rate on top: far too deep);
+        # so the hosts send MTU-sized packets (gso_max_segs 1). br_netfilter hands bridged IPv4
+        # packets to iptables.
+        with InNamespace(self.bridge_ns), open("/proc/sys/net/bridge/bridge-nf-call-iptables") as f:
+            handed = f.read().strip() == "1"                 # a new namespace's default (per namespace since 5.3)
+        if not handed:
+            sysctl(self.bridge_ns, "net.bridge.bridge-nf-call-iptables", 1)
+        for ns in self.hosts:
+            _run(["ip", "-n", ns, "link", "set", self.ifname, "gso_max_segs", "1"])
+        per_s = max(1, int(self.bandwidth * 0.95 / 1514))    # frames per second
+        depth = max(1, round(self.ecn_threshold / 1514))     # frames
+        for ect in ("1", "2"):                               # ECT(1) and ECT(0) packets
+            _run(["ip", "netns", "exec", self.bridge_ns, "iptables", "-t", "mangle", "-A", "FORWARD",
+                  "-m", "physdev", "--physdev-out", "prx", "-m", "ecn", "--ecn-ip-ect", ect,
+                  "-m", "hashlimit", "--hashlimit-above", f"{per_s}/sec", "--hashlimit-burst", str(depth),
+                  "--hashlimit-name", f"nlecn{ect}", "-j", "TOS", "--set-tos", "0x03/0x03"])
 
     # ---- observing ----
     def port_stats(self) -> dict[str, int]:
@@ -288,9 +305,9 @@ class Testbed:
         stats = dict(zip(("sent_bytes", "sent_packets", "drops", "overlimits"), map(int, m.groups()))) if m else {}
         stats["marks"] = 0
         if self.ecn:
-            text = _run(["ip", "netns", "exec", self.bridge_ns, "nft", "list", "table", "bridge", "netlab"]).stdout
-            m = re.search(r"counter packets (\d+)", text)
-            stats["marks"] = int(m.group(1)) if m else 0
+            text = _run(["ip", "netns", "exec", self.bridge_ns, "iptables", "-t", "mangle", "-L", "FORWARD",
+                         "-v", "-x", "-n"]).stdout
+            stats["marks"] = sum(int(line.split()[0]) for line in text.splitlines() if "TOS" in line)
         return stats
 
     def tcp_counters(self, namespaces: list[str] | None = None) -> dict[str, int]:

@@ -185,11 +185,13 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, buffer=None, transport: 
 def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 / 8, buffer=200_000,
            incast_senders: int = 15, incast_start: float = 1e-3, incast_length: float = 1e-3,
            duration: float = 6e-3, ecn: ECN | None = ECN(5_000, 100_000, 0.01), link_delay: float = 2e-6,
-           xoff: float | None = None, rto_min: float = 1e-3, seed: int = 0) -> Run:
+           xoff: float | None = None, trunk: float = 2.0, rto_min: float = 1e-3, seed: int = 0) -> Run:
     """F1: H1->R1 and F2: H2->R2 over S1->S2; ``incast_senders`` hosts on S2 blast R2 for ``incast_length``.
 
     The incast hosts each send at line rate for the incast's length (DCQCN-validation's 15 hosts x
-    4 KB messages for 1 ms). Buffers are per port; PFC's Xoff defaults to half the buffer.
+    4 KB messages for 1 ms). The link S1->S2 is ``trunk`` times faster than the hosts' links, so
+    F1 and F2 both run at line rate until the incast. Buffers are per port; PFC's Xoff defaults to
+    half the buffer.
     """
     import time
     wall = time.perf_counter()
@@ -199,7 +201,7 @@ def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 /
     s1 = fab.switch("S1", pfc=control)
     s2 = fab.switch("S2", pfc=control)
     h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
-    trunk = fab.port("S1->S2", bandwidth, link_delay, buffer, ecn, s1)
+    trunk = fab.port("S1->S2", trunk * bandwidth, link_delay, buffer, ecn, s1)
     to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn, s2)
     to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn, s2)
     run = Run(fab, [], "S2->R2")
@@ -221,3 +223,37 @@ def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 /
 def headroom(bandwidth: float, link_delay: float = LINK_DELAY) -> float:
     """The PFC headroom a link needs (bytes), for choosing Xoff = buffer - headroom."""
     return pfc_headroom(bandwidth, link_delay)
+
+
+def default_ecn(transport: str, bandwidth: float) -> ECN | None:
+    """The marking a transport expects when none is given: DCTCP's K from Linux's dctcp.txt heuristic
+    (20 packets at 1 Gbit/s, 65 at 10 Gbit/s, in proportion above), DCQCN's RED from its paper
+    (Kmin 5 KB, Kmax 200 KB, Pmax 1 %); loss-based TCP and the ideal sender need none."""
+    if transport == "dctcp":
+        packets = 20 if bandwidth <= 1e9 / 8 else max(20, round(65 * bandwidth / (10e9 / 8)))
+        return ECN.dctcp(packets * MTU)
+    if transport == "dcqcn":
+        return ECN(5_000, 200_000, 0.01)
+    return None
+
+
+def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int = 4, block: int = 64 * 1024,
+           bandwidth: float = 1e9 / 8, buffer=64 * 1024, rto_min: float = tp.RTO_MIN, background: float = 0.3,
+           pfc: bool = False, seed: int = 0) -> dict:
+    """Round (step) times of synchronized bursts sharing the port with another job's seeded traffic.
+
+    DCQCN always runs with PFC (RoCE is deployed lossless); ``pfc`` adds it for the others too.
+
+    Returns {transport: {"times": array of s, "p50", "p99", "max", "ideal"}}; "ideal" is the round
+    a lossless, unshared port would take (N x block / B).
+    """
+    out = {}
+    for name in transports:
+        control = PFC(buffer - headroom(bandwidth)) if pfc or name == "dcqcn" else None
+        run = incast(senders, block, bandwidth, buffer, name, rto_min, rounds, default_ecn(name, bandwidth),
+                     control, background=background, seed=seed)
+        times = np.asarray(run.rounds)
+        out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                     "max": float(times.max()), "mean": float(times.mean()),
+                     "ideal": senders * block / bandwidth, "run": run}
+    return out

@@ -91,7 +91,9 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
     if value is not None:
         fig.colorbar(lc, ax=ax, fraction=0.03, pad=0.01, label="link utilization (busier direction)")
     note = f" (switches only; {topo.size} accelerators not drawn)" if compact else ""
-    ax.set_title(textwrap.fill((title or topo.description or topo.name) + note, 120), fontsize=9)
+    width_in = ax.get_position().width * fig.get_figwidth()            # this axes' width, inches
+    chars = max(30, int(width_in * 72 / (9 * 0.6)))                     # 9 pt text: about 5.4 pt per character
+    ax.set_title(textwrap.fill((title or topo.description or topo.name) + note, chars), fontsize=9)
     ax.autoscale()
     ax.margins(0.03)
     ax.set_axis_off()

@@ -36,8 +36,10 @@ class Link:
             raise ValueError(f"latency: must be zero or more, got {self.latency!r}")
 
     @classmethod
-    def of(cls, bandwidth=None, latency=None, preset: str | None = None) -> "Link":
-        """Build a link from human units and/or a preset; explicit values override the preset."""
+    def of(cls, bandwidth=None, latency=None, preset: str | None = None,
+           names: tuple[str, str] = ("bandwidth", "latency")) -> "Link":
+        """Build a link from human units and/or a preset; explicit values override the preset.
+        `names`: what errors call the two values (e.g. intra_bandwidth, intra_latency)."""
         name = ""
         if preset is not None:
             if preset not in LINKS:
@@ -48,8 +50,8 @@ class Link:
             name = preset
         if bandwidth is None:
             raise ValueError("bandwidth: required (e.g. '10Gbit/s') unless a preset is given")
-        return cls(parse_bandwidth(bandwidth, "bandwidth"),
-                   parse_time(latency if latency is not None else 0, "latency"), name)
+        return cls(parse_bandwidth(bandwidth, names[0]),
+                   parse_time(latency if latency is not None else 0, names[1]), name)
 
     def time(self, nbytes: float) -> float:
         """Seconds one message of nbytes holds a port: alpha + n / B."""
@@ -141,8 +143,8 @@ def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_pe
     """
     nic = Link.of(bandwidth, latency, preset)
     intra = None
-    if ranks_per_host > 1 or intra_bandwidth is not None or intra_preset is not None:
+    if ranks_per_host > 1 or intra_bandwidth is not None or intra_latency is not None or intra_preset is not None:
         if intra_bandwidth is None and intra_preset is None:
             intra_preset = "NVLink3"
-        intra = Link.of(intra_bandwidth, intra_latency, intra_preset)
+        intra = Link.of(intra_bandwidth, intra_latency, intra_preset, names=("intra_bandwidth", "intra_latency"))
     return Network(nic, ranks_per_host, intra, gamma, congestion if congestion is not None else _congestion.get())

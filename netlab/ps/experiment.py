@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import cluster, train
+from .. import cluster, train, validate
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from ..trace import Trace
@@ -74,12 +74,18 @@ def make_config(workers=4, servers=1, sharding="range", mode="bsp", staleness=2,
                 membership: Membership | None = None, eval_every=10, seed=0, start=0, restore=None,
                 ready=None) -> PSConfig:
     """Check every setting and build the configuration the ranks receive."""
+    validate.whole(servers, "servers", 1, cluster.MAX_RANKS)
     roles = Roles.of(workers, servers)
     mode, bound = consistency.check_mode(mode, staleness)
     steps = _number(steps, "steps", 1, 100_000, whole=True)
     train.check_model(width, layers)
     _number(batch, "batch", 1, 4096, whole=True)
-    lr, momentum = _number(lr, "lr", 0.0, 100.0), _number(momentum, "momentum", 0.0, 0.999)
+    lr, momentum = validate.positive(lr, "lr", 100.0), _number(momentum, "momentum", 0.0, 0.999)
+    validate.whole(staleness, "staleness", 0, 100_000)
+    validate.whole(eval_every, "eval_every", 0, 100_000)            # 0: no evaluation
+    validate.seed(seed)
+    if partition_bytes is not None:                    # 0: one message per server, range sharding only
+        validate.whole(partition_bytes, "partition_bytes", 0 if sharding == "range" else 1, 1 << 30)
     stragglers = _number(stragglers, "stragglers", 0, workers, whole=True)
     slowdown = _number(slowdown, "slowdown", 1.0, 1000.0)
     if straggle not in ("random", "fixed"):

@@ -1,4 +1,4 @@
-"""Chapter 1's panel: move nodes, bandwidth, latency, model size and device; watch one step.
+"""Chapter 1's panel: move nodes, bandwidth, latency, model size, samples per device and device; watch one step.
 
 Every slider change runs a real training step on real ranks (the pool is warm, so an answer takes
 a fraction of a second) and redraws the compute/communication split and the per-rank timeline.
@@ -9,6 +9,7 @@ import ipywidgets as widgets
 
 from .. import plots
 from ..cluster import MAX_RANKS
+from ..data import load
 from ..net.presets import DEVICES
 from ..step import measure_step
 from ..train import grad_bytes
@@ -18,31 +19,39 @@ from .panel import LAYOUT, STYLE, Panel, new_figure, slider
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 LATENCIES = ["1us", "2us", "5us", "10us", "20us", "50us", "100us"]
 WIDTHS = [128, 256, 512, 1024, 2048, 3500]
+BATCHES = [8, 16, 32, 64, 128]          # samples (tokens) per device per step; ranks x batch <= training set
 
 
 class StepPanel(Panel):
     min_height = "520px"                       # no jumping while a new figure is drawn
 
     def __init__(self, ranks: int = 4, bandwidth: str = "10Gbit/s", latency: str = "5us", width: int = 512,
-                 device: str = "cpu-core", max_width: int = 3500):
+                 device: str = "cpu-core", max_width: int = 3500, batch: int = 32):
+        self.samples = len(load("train")[1])         # one global batch must fit the training set
         sizes = [(f"{fmt_bytes(grad_bytes(w))} (width {w})", w) for w in WIDTHS if w <= max_width]
         super().__init__({
             "ranks": slider(widgets.IntSlider, ranks, 1, MAX_RANKS, description="nodes"),
             "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth, description="bandwidth"),
             "latency": slider(widgets.SelectionSlider, options=LATENCIES, value=latency, description="latency"),
             "width": slider(widgets.SelectionSlider, options=sizes, value=width, description="gradient size"),
+            "batch": slider(widgets.SelectionSlider, options=BATCHES, value=batch, description="samples/device"),
             "device": widgets.Dropdown(options=list(DEVICES), value=device, description="device", style=STYLE,
                                        layout=widgets.Layout(**LAYOUT)),
         })
 
-    def render(self, ranks, bandwidth, latency, width, device):
-        r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=width, device=device)
+    def render(self, ranks, bandwidth, latency, width, batch, device):
+        if ranks * batch > self.samples:
+            raise ValueError(f"batch: {ranks} nodes x {batch} samples exceed the {self.samples:,} training digits")
+        r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=width, batch=batch, device=device)
         self.last = r
-        text = (f"{ranks} ranks, {fmt_bytes(r.grad_bytes)} of gradients over {bandwidth} / {latency}:\n"
+        text = (f"{ranks} ranks x {batch} samples, {fmt_bytes(r.grad_bytes)} of gradients, {bandwidth} / {latency}:\n"
                 f"  step {fmt_time(r.total_s)} = compute {fmt_time(r.compute_s)} + communication "
-                f"{fmt_time(r.comm_s)}\n  {r.comm_s / r.total_s:.0%} of the step waits on the network")
+                f"{fmt_time(r.comm_s)}\n  {r.comm_s / r.total_s:.0%} of the step waits on the network; "
+                f"communication / compute = {r.comm_s / r.compute_s:.3g}")
         fig = new_figure(9, 1.6 + 0.42 * ranks + 2.2)
-        axes = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1, max(2, 0.42 * ranks)]})
-        plots.breakdown(r.compute_s, r.comm_s, ax=axes[0])
-        plots.timeline(r.trace, ax=axes[1])
+        axes = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, max(2, 0.42 * ranks)]})
+        span = max(r.total_s, r.trace.makespan)                 # one time axis, one unit, for both
+        plots.breakdown(r.compute_s, r.comm_s, ax=axes[0], span_s=span)
+        plots.timeline(r.trace, ax=axes[1], span_s=span)
+        axes[0].tick_params(labelbottom=True)
         return text, fig

@@ -112,13 +112,14 @@ class PSPanel(Panel):
         ar = self._allreduce(workers, bandwidth, stragglers, slowdown)
         self.last, self.baseline = r, ar
         hot = max(r.server_bytes) / sum(r.server_bytes)
-        winner = "parameter servers" if r.step_s < ar["step_s"] else "ring all-reduce"
+        winner = f"PS ({mode})" if r.step_s < ar["step_s"] else "ring all-reduce (synchronous)"
         text = "\n".join([
             f"{workers} workers + {servers} servers ({sharding}, {mode}{f' s={staleness}' if mode == 'ssp' else ''}), "
             f"{fmt_bytes(r.setup['model_bytes'])} model over {bandwidth}:",
             f"  PS step {fmt_time(r.step_s)} (push/pull {fmt_time(r.comm_s)}), accuracy {r.accuracy:.3f}",
-            f"  ring all-reduce on {workers} ranks: step {fmt_time(ar['step_s'])}, accuracy {ar['accuracy']:.3f}"
-            f"  -> faster: {winner}",
+            f"  ring all-reduce on {workers} ranks: step {fmt_time(ar['step_s'])}, accuracy {ar['accuracy']:.3f}",
+            f"  shorter step: {winner}"
+            + ("" if mode == "bsp" else f"  ({mode} vs a synchronous ring: set bsp to compare architectures alone)"),
             f"  hottest server carries {hot:.0%} of the server bytes (even split: {1 / servers:.0%})"
             + (f"; at most {r.max_gap} step(s) ahead of the slowest" if mode == "ssp" else "")])
         fig = new_figure(13, 3.4)

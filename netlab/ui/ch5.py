@@ -7,6 +7,7 @@ a 1,024-rank ring takes a fraction of a second, 4,096 ranks about a second on 2 
 from __future__ import annotations
 
 import functools
+import textwrap
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -111,24 +112,44 @@ class FabricPanel(Panel):
 
 
 def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
-    """busbw (log) against ranks (log 2), one colour per design (rows from ``experiments.scaling``);
-    rows with a 'placement' of 'shuffled' are drawn dotted beside the solid 'ordered' ones."""
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 3.8))
+    """busbw (log) against ranks (log 2), one small panel per design (rows from ``experiments.scaling``):
+    rank order solid with filled markers, 'shuffled' placement dotted with open markers, so neither
+    hides the other where they coincide. With `ax`, every design on that one axes, labelled at its end."""
+    from ..plots import label_lines
     designs = list(dict.fromkeys(r["design"] for r in rows))
-    for i, name in enumerate(designs):
-        for placement, style in (("ordered", "-o"), ("shuffled", ":x")):
-            pts = sorted((r["ranks"], r["busbw_GBps"]) for r in rows
-                         if r["design"] == name and r.get("placement", "ordered") == placement)
-            if pts:
-                ax.plot(*zip(*pts), style, color=f"C{i}", label=f"{name}, {placement}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("ranks")
-    ax.set_ylabel("busbw (GB/s, GB = 1e9 B)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
-    return ax.figure
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+
+    def pts(name, placement):
+        return sorted((r["ranks"], r["busbw_GBps"]) for r in rows
+                      if r["design"] == name and r.get("placement", "ordered") == placement)
+    if ax is None:
+        fig, axes = plt.subplots(1, len(designs), figsize=(3.3 * len(designs), 3.3), sharey=True, squeeze=False)
+        axes = list(axes.flat)
+    else:
+        fig, axes = ax.figure, [ax] * len(designs)
+    ends = {}
+    for i, (a, name) in enumerate(zip(axes, designs)):
+        colour = colours[i % len(colours)]
+        for placement, line, face in (("ordered", "-", colour), ("shuffled", ":", "white")):
+            p = pts(name, placement)
+            if p:
+                a.plot(*zip(*p), ls=line, marker="o", ms=5, color=colour, mfc=face, lw=1.6)
+                if placement == "ordered":
+                    ends[name] = (*zip(*p), colour)
+        a.set_xscale("log", base=2)
+        a.set_yscale("log")
+        a.set_xlabel("ranks")
+        a.grid(alpha=0.3, which="both")
+        if len(set(map(id, axes))) > 1:
+            a.set_title(textwrap.fill(name, 34), fontsize=9, color=colour)
+    axes[0].set_ylabel("busbw (GB/s, GB = 1e9 B)")
+    if len(set(map(id, axes))) == 1:
+        label_lines(axes[0], ends, fontsize=7)
+        axes[0].set_title(title, fontsize=10)
+    else:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def real_vs_sim(network, ranks: int, algos, sizes) -> list[dict]:

@@ -1,0 +1,194 @@
+"""Build the Binder environment from binder/ as repo2docker would, then run every chapter in 1 CPU and 2 GB.
+
+    python binder/emulate.py                      # full size, both ways (takes a while on one CPU)
+    python binder/emulate.py --ci --chapters 1,2  # small version (the slow test)
+
+What it does, in repo2docker's order (repo2docker/buildpacks/base.py: pre-assemble, copy, assemble,
+postBuild, start):
+1. a fresh virtual environment (``--venv``) with Python from runtime.txt when this machine has it;
+2. ``pip install -r binder/requirements.txt``. PyTorch's CPU index cannot be reached from this
+   machine, so the ``+cpu`` pin is replaced by the same version from the local CPU wheel
+   (``torch==2.13.0``) and the ``--extra-index-url`` line is dropped -- the build is otherwise
+   Binder's. Binder's base image adds the notebook server packages; ``ipykernel`` and ``nbclient``
+   stand in for them here (a kernel is what runs the chapters);
+3. ``binder/postBuild`` (installs netlab itself), then every kernel starts through ``binder/start``
+   (its environment variables), pinned to one CPU (``taskset -c 0``), inside a memory cgroup
+   limited to ``--memory`` (2 GB, mybinder.org's limit; cgroup v2 or v1, root needed).
+4. Each chapter runs top to bottom at full size (CI unset; ``--ci`` shrinks it) twice: one kernel at
+   a time (each shut down after its chapter), and with every earlier chapter's kernel left open, as
+   JupyterLab leaves them, with ``--pause`` seconds between chapters (a student reading on) and the
+   pools' idle release at ``NETLAB_IDLE_S``. Printed per chapter: wall time, the cgroup's peak
+   memory, and errors (a kernel killed for memory shows up as a dead kernel and an OOM count).
+
+Left out: JupyterLab itself (its server process, ~100 MB, is not counted), the browser, and the
+image build's own 2 GB limit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINDER = os.path.join(REPO, "binder")
+LOCAL_TORCH = "torch==2.13.0"            # this machine's CPU wheel: the same build as Binder's 2.13.0+cpu
+STAND_INS = ["ipykernel>=6", "nbclient>=0.10", "nbformat>=5.9"]
+
+
+def log(*args):
+    print(*args, flush=True)
+
+
+def requirements_here(path: str, out: str) -> list[str]:
+    """binder/requirements.txt with the CPU index dropped and torch's +cpu pin made local; the changes."""
+    changes, lines = [], []
+    for line in open(path):
+        s = line.strip()
+        if s.startswith("--extra-index-url") or s.startswith("--index-url"):
+            changes.append(f"dropped '{s}' (PyTorch's index cannot be reached from here)")
+            continue
+        if s.startswith("torch==") and "+cpu" in s:
+            changes.append(f"'{s}' -> '{LOCAL_TORCH}' (this machine's local CPU wheel)")
+            s = LOCAL_TORCH
+        lines.append(s)
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return changes
+
+
+def build(venv: str, reuse: bool) -> str:
+    python = os.path.join(venv, "bin", "python")
+    if reuse and os.path.exists(os.path.join(venv, ".binder-built")):
+        log(f"build: reusing {venv}")
+        return python
+    shutil.rmtree(venv, ignore_errors=True)
+    runtime = open(os.path.join(BINDER, "runtime.txt")).read().strip().replace("python-", "python")
+    base = shutil.which(runtime) or sys.executable
+    log(f"build: {base} -m venv {venv}  (runtime.txt asks for {runtime})")
+    subprocess.run([base, "-m", "venv", venv], check=True)
+    req = os.path.join(venv, "requirements-here.txt")
+    for change in requirements_here(os.path.join(BINDER, "requirements.txt"), req):
+        log(f"build: requirements.txt: {change}")
+    started = time.monotonic()
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", "-r", req, *STAND_INS], check=True)
+    log(f"build: requirements installed in {time.monotonic() - started:.0f} s")
+    env = dict(os.environ, PATH=os.path.join(venv, "bin") + os.pathsep + os.environ["PATH"])
+    subprocess.run(["bash", os.path.join(BINDER, "postBuild")], cwd=REPO, env=env, check=True)
+    open(os.path.join(venv, ".binder-built"), "w").close()
+    return python
+
+
+class MemoryCgroup:
+    """A fresh memory cgroup with a limit; peak usage read (and reset) per chapter."""
+
+    def __init__(self, limit_bytes: int):
+        self.v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+        base = "/sys/fs/cgroup" if self.v2 else "/sys/fs/cgroup/memory"
+        if not os.path.isdir(base):
+            raise RuntimeError("no memory cgroup hierarchy at /sys/fs/cgroup (v2) or /sys/fs/cgroup/memory (v1)")
+        self.path = os.path.join(base, f"netlab-binder-{os.getpid()}")
+        os.mkdir(self.path)                          # PermissionError unless root
+        self._write("memory.max" if self.v2 else "memory.limit_in_bytes", str(limit_bytes))
+        if not self.v2 and os.path.exists(os.path.join(self.path, "memory.memsw.limit_in_bytes")):
+            self._write("memory.memsw.limit_in_bytes", str(limit_bytes))       # no swapping out of it
+        self.limit = limit_bytes
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def _read(self, name) -> str:
+        with open(os.path.join(self.path, name)) as f:
+            return f.read()
+
+    def reset_peak(self):
+        if not self.v2:
+            self._write("memory.max_usage_in_bytes", "0")
+        elif os.path.exists(os.path.join(self.path, "memory.peak")):
+            try:
+                self._write("memory.peak", "0")          # kernels >= 6.12 accept a reset
+            except OSError:
+                pass
+
+    def peak(self) -> int:
+        return int(self._read("memory.peak" if self.v2 else "memory.max_usage_in_bytes"))
+
+    def current(self) -> int:
+        return int(self._read("memory.current" if self.v2 else "memory.usage_in_bytes"))
+
+    def oom_kills(self) -> int:
+        text = self._read("memory.events" if self.v2 else "memory.oom_control")
+        return next((int(line.split()[1]) for line in text.splitlines() if line.startswith("oom_kill ")), 0)
+
+    def remove(self):
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.2)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--venv", default="/tmp/netlab-binder-venv")
+    p.add_argument("--reuse", action="store_true", help="reuse an environment this script built before")
+    p.add_argument("--chapters", default="1,2,3,4,5")
+    p.add_argument("--memory", type=float, default=2.0, help="memory limit in GB (10^9 bytes; default 2)")
+    p.add_argument("--cpu", default="0", help="CPU list for taskset (default: one CPU, 0)")
+    p.add_argument("--ci", action="store_true", help="run the chapters at CI size (a quick check)")
+    p.add_argument("--modes", default="alone,open", help="alone (one kernel at a time), open (all left open)")
+    p.add_argument("--pause", type=float, default=40.0, help="seconds between chapters in 'open' mode")
+    p.add_argument("--idle", type=float, default=30.0, help="NETLAB_IDLE_S for the kernels")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per cell")
+    p.add_argument("--json", default=None, help="also write the results here")
+    args = p.parse_args(argv)
+    chapters = sorted(f for f in os.listdir(os.path.join(REPO, "labs")) if f.endswith(".ipynb")
+                      and f[:2].isdigit() and str(int(f[:2])) in args.chapters.split(","))
+    python = build(args.venv, args.reuse)
+    cg = MemoryCgroup(int(args.memory * 1e9))
+    env = dict(os.environ, PATH=os.path.join(args.venv, "bin") + os.pathsep + os.environ["PATH"],
+               NETLAB_IDLE_S=str(args.idle), NETLAB_CGROUP=cg.path, PYTHONNOUSERSITE="1")
+    env.pop("CI", None)
+    if args.ci:
+        env["CI"] = "1"
+    env.pop("VIRTUAL_ENV", None)
+    results = {}
+    try:
+        for mode in args.modes.split(","):
+            out = os.path.join(args.venv, f"results-{mode}.json")
+            cmd = ["taskset", "-c", args.cpu, os.path.join(BINDER, "start"), python,
+                   os.path.join(BINDER, "_run_chapters.py"), mode, out, str(args.pause), str(args.timeout),
+                   *[os.path.join(REPO, "labs", c) for c in chapters]]
+            log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}")
+            # join the cgroup, then become the runner: every kernel and rank it starts is inside
+            shell = f'echo $$ > {cg.path}/cgroup.procs && exec "$@"'
+            subprocess.run(["sh", "-c", shell, "sh", *cmd], cwd=REPO, env=env)
+            results[mode] = json.load(open(out)) if os.path.exists(out) else {"error": "runner died"}
+    finally:
+        cg.remove()
+    log("\nchapter                          mode    wall_s   peak_MB  ok   note")
+    for mode, rows in results.items():
+        for row in rows.get("chapters", []):
+            log(f"{row['chapter']:32s} {mode:6s} {row['wall_s']:7.1f} {row['peak_bytes'] / 1e6:8.0f}  "
+                f"{'yes' if row['ok'] else 'NO ':3s}  {row.get('error', '')[:80]}")
+        if "error" in rows:
+            log(f"{mode}: {rows['error']}")
+        log(f"{mode}: OOM kills {rows.get('oom_kills', '?')}; memory in use at the end "
+            f"{rows.get('end_bytes', 0) / 1e6:.0f} MB")
+    load = os.getloadavg()
+    log(f"machine load average (1, 5, 15 min): {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": results, "load": load, "ci": args.ci}, f, indent=2)
+    ok = all(r.get("ok") for rows in results.values() for r in rows.get("chapters", [])) and \
+        all("error" not in rows for rows in results.values())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Where a step's time goes, read from a netlab trace: breakdown, overlap, straggler, critical path, links.
+
+Definitions follow Meta's Holistic Trace Analysis (HTA, ``breakdown_analysis.py`` and
+``communication_analysis.py``), with a rank's "kernels" being its compute events and its
+collectives (the ``collective:algo`` regions the collectives record, or, in a trace without them,
+its messages):
+
+* span: from the rank's first kernel start to its last kernel end (HTA's "kernel time");
+* compute: the union of compute intervals; idle: the span not covered by any kernel;
+* exposed communication: span - compute - idle (HTA's "non-compute" time): communication that
+  no computation hides;
+* overlap fraction: (time computing while communicating) / (time communicating), HTA's
+  comm/comp overlap ratio.
+* straggler (HTA's ``get_potential_stragglers``): of the collectives lasting at least 1 % of the step,
+  the one whose duration varies most across ranks; the rank that enters it last. It shows the
+  *shortest* collective, because the others wait for it inside theirs.
+* critical path: from the step's end backwards, the kernel that ended it; a collective hands the
+  path to the rank that entered it last (everyone waited for that rank), a compute keeps the rank.
+* link utilisation: each rank's NIC port busy fraction per time bin, outgoing (sends) and incoming
+  (receives), from the port occupancy the network model booked (alpha + n/B per message).
+
+Works on virtual-time and wall-clock traces alike (``Trace.virtual``). Left out: queues, drops and
+pauses (the network model has no switch buffers yet), HTA's idle-time sub-categories.
+"""
+from __future__ import annotations
+
+from .trace import Trace, _union
+
+COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall")
+
+
+def is_collective(label: str) -> bool:
+    return label.split(":", 1)[0] in COLLECTIVES
+
+
+def _merge(intervals) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def _intersection(a, b) -> float:
+    """Length of the intersection of two unions of intervals."""
+    a, b, i, j, total = _merge(a), _merge(b), 0, 0, 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0.0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def kernels(trace: Trace, rank: int) -> tuple[list, list]:
+    """(compute intervals, communication intervals) of one rank, in seconds."""
+    compute = [(e.start, e.end) for e in trace.of(rank, "compute") if e.end > e.start]
+    comm = [(e.start, e.end) for e in trace.of(rank, "region") if is_collective(e.label) and e.end > e.start]
+    if not comm:                                          # a trace without collective regions: its messages
+        comm = [(e.start, e.end) for e in trace.events if e.rank == rank and e.kind in ("send", "recv")]
+    return compute, comm
+
+
+def breakdown(trace: Trace) -> list[dict]:
+    """Per rank: span, compute, exposed communication, idle (seconds), communication and overlap fraction."""
+    rows = []
+    for r in range(trace.world_size):
+        compute, comm = kernels(trace, r)
+        every = compute + comm
+        if not every:
+            rows.append({"rank": r, "span_s": 0.0, "compute_s": 0.0, "comm_s": 0.0, "exposed_comm_s": 0.0,
+                         "idle_s": 0.0, "overlap_s": 0.0, "overlap_frac": 0.0})
+            continue
+        span = max(e for _, e in every) - min(s for s, _ in every)
+        busy, comp, comm_t = _union(every), _union(compute), _union(comm)
+        both = _intersection(compute, comm)
+        rows.append({"rank": r, "span_s": span, "compute_s": comp, "comm_s": comm_t,
+                     "exposed_comm_s": busy - comp, "idle_s": span - busy, "overlap_s": both,
+                     "overlap_frac": both / comm_t if comm_t > 0 else 0.0})
+    return rows
+
+
+def collectives_of(trace: Trace, rank: int) -> list:
+    """A rank's collective regions in program order (the k-th is the same collective on every rank)."""
+    return sorted((e for e in trace.of(rank, "region") if is_collective(e.label)), key=lambda e: (e.start, e.end))
+
+
+def straggler(trace: Trace, min_share: float = 0.01) -> dict:
+    """HTA's rule: among collectives lasting at least `min_share` of the step on average, take the one whose
+    duration varies most across ranks; the straggler is the rank that enters it last (and waits least)."""
+    per_rank = [collectives_of(trace, r) for r in range(trace.world_size)]
+    count = min((len(c) for c in per_rank), default=0)
+    best, spread = None, 0.0
+    for k in range(count):
+        durations = [c[k].end - c[k].start for c in per_rank]
+        mean = sum(durations) / len(durations)
+        std = (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5
+        if mean >= min_share * trace.makespan and std > max(spread, 1e-3 * mean):   # under 0.1 %: rounding, not a late rank
+            best, spread = k, std
+    if best is None:                                    # every rank spent the same time in every collective
+        return {"rank": None, "lag_s": 0.0, "collective": None, "starts_s": {}, "durations_s": {}}
+    starts = {r: c[best].start for r, c in enumerate(per_rank)}
+    rank = max(starts, key=lambda r: (starts[r], -r))
+    return {"rank": rank, "lag_s": starts[rank] - min(starts.values()), "collective": best, "starts_s": starts,
+            "durations_s": {r: c[best].end - c[best].start for r, c in enumerate(per_rank)}}
+
+
+def critical_path(trace: Trace, eps: float = 1e-12) -> list[dict]:
+    """Segments (rank, kind, label, start, end) from the step's start to its end that decided its length."""
+    kernels_of = {r: sorted([e for e in trace.of(r, "compute")] + collectives_of(trace, r), key=lambda e: e.end)
+                  for r in range(trace.world_size)}
+    index = {r: {id(e): k for k, e in enumerate(collectives_of(trace, r))} for r in kernels_of}
+    live = [r for r in kernels_of if kernels_of[r]]
+    if not live:
+        return []
+    rank = max(live, key=lambda r: kernels_of[r][-1].end)
+    t = kernels_of[rank][-1].end
+    path = []
+    while True:
+        done = [e for e in kernels_of[rank] if e.end <= t + eps and e.end > e.start]
+        if not done:
+            break
+        ev = max(done, key=lambda e: (e.end, e.kind == "region"))
+        path.append({"rank": rank, "kind": "comm" if ev.kind == "region" else "compute", "label": ev.label,
+                     "start_s": ev.start, "end_s": ev.end})
+        t = ev.start
+        if ev.kind == "region":                       # everyone waited for the last rank to enter it
+            k = index[rank][id(ev)]
+            entries = {r: collectives_of(trace, r)[k] for r in kernels_of if len(collectives_of(trace, r)) > k}
+            late = max(entries, key=lambda r: (entries[r].start, r == rank))
+            rank, t = late, entries[late].start
+    return path[::-1]
+
+
+def link_utilisation(trace: Trace, bins: int = 50) -> dict:
+    """Per rank and direction, the NIC's busy fraction in `bins` equal slices of [0, makespan]."""
+    end = trace.makespan or max((e.end for e in trace.events), default=0.0)
+    width = end / bins if end > 0 else 1.0
+    edges = [k * width for k in range(bins + 1)]
+    out = {"edges_s": edges, "ranks": {}}
+    for r in range(trace.world_size):
+        per = {}
+        for kind, name in (("send", "out"), ("recv", "in")):
+            busy = [0.0] * bins
+            for s, e in _merge((ev.start, ev.end) for ev in trace.of(r, kind)):
+                for k in range(max(0, int(s // width)), min(bins, int(e // width) + 1)):
+                    busy[k] += max(0.0, min(e, edges[k + 1]) - max(s, edges[k]))
+            per[name] = [b / width for b in busy]
+        per["bytes_out"] = sum(ev.bytes for ev in trace.of(r, "send"))
+        per["mean_out"] = sum(per["out"]) / bins
+        per["mean_in"] = sum(per["in"]) / bins
+        out["ranks"][r] = per
+    return out
+
+
+def analyze(trace: Trace, bins: int = 50) -> dict:
+    """Everything above in one JSON-ready dict (what ``netlab analyze --json`` prints)."""
+    rows = breakdown(trace)
+    util = link_utilisation(trace, bins)
+    path = critical_path(trace)
+    on_path = {"compute_s": sum(p["end_s"] - p["start_s"] for p in path if p["kind"] == "compute"),
+               "comm_s": sum(p["end_s"] - p["start_s"] for p in path if p["kind"] == "comm")}
+    return {"clock": "virtual" if trace.virtual else "wall", "ranks": trace.world_size,
+            "makespan_s": trace.makespan, "breakdown": rows, "straggler": straggler(trace),
+            "critical_path": path, "critical_path_totals": on_path,
+            "utilisation": {r: {"mean_out": u["mean_out"], "mean_in": u["mean_in"], "bytes_out": u["bytes_out"]}
+                            for r, u in util["ranks"].items()}}

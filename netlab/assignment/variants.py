@@ -1,0 +1,101 @@
+"""Hidden variants: each check's cases drawn from an instructor's seed.
+
+Without a seed a check runs the cases the chapter shows (a student can see them, and print the
+expected values). With ``seed=S`` the grader draws other cases of the same kinds -- ranks, sizes,
+networks, clocks, gradients, fabrics -- so an answer that hard-codes what the notebook printed, or
+copies a classmate's output, fails. The same seed gives the same cases (a re-grade is identical);
+the expected answers still come from the package's references (torch's all-reduce, the measured
+step, ``consistency.ssp_ready``, netlab's top-k, the simulator's max-min), never from the seed.
+
+ch3, ch4 and ch5 keep their cases in module constants; the grader replaces them in the grading
+subprocess only (``patch``), never in the instructor's own process.
+"""
+from __future__ import annotations
+
+import math
+import random
+
+from . import BY_CHAPTER
+
+NETWORKS = [("1Gbit/s", "50us"), ("10Gbit/s", "5us"), ("25Gbit/s", "10us"), ("100Gbit/s", "2us"),
+            ("40Gbit/s", "20us"), ("200Gbit/s", "1us")]
+
+
+def _ch1(rng):
+    cases = []
+    for ranks in rng.sample(range(2, 9), 4):
+        bw, lat = rng.choice(NETWORKS)
+        cases.append((ranks, bw, lat, rng.choice([128, 256, 384, 512, 768, 1024])))
+    return {"cases": cases}
+
+
+def _ch2(rng):
+    sizes = [rng.randint(1, 9), rng.randint(10, 999), rng.randint(1000, 9999), rng.randint(10_000, 70_000)]
+    return {"cases": [(p, n) for p, n in zip(rng.sample(range(2, 7), 4), sizes)]}
+
+
+def _ch3_cases(rng):
+    from ..ps.consistency import ssp_ready
+    from ..check import ch3
+    cases = list(ch3.CASES)                              # the boundary cases stay; more are drawn
+    for _ in range(12):
+        step, s = rng.randint(0, 12), rng.choice([0, 1, 2, 3, math.inf])
+        others = [rng.randint(max(0, step + 1 - 5), step + 1) for _ in range(rng.randint(0, 4))]
+        clocks = others + [step + 1]
+        rng.shuffle(clocks)
+        cases.append((step, clocks, s, ssp_ready(step, clocks, s)))
+    return cases
+
+
+def _ch5_cases(seed):
+    def cases():
+        from ..check import ch5
+        from ..net import fabrics
+        rng = random.Random(seed)
+        yield from ch5._textbook()
+        links = {f"l{i}": rng.choice([1, 2.5, 4, 10, 25, 40]) * ch5.GB for i in range(6)}
+        flows = [rng.sample(sorted(links), rng.randint(1, 3)) for _ in range(rng.randint(4, 8))]
+        used = {name for f in flows for name in f}
+        yield "random flows over random links", flows, {k: v for k, v in links.items() if k in used}
+        yield ("ring step, shuffled, k=4 fat-tree", *ch5._ring_step(fabrics.fat_tree(4), seed=rng.randint(0, 999)))
+        yield ("ring step, shuffled, 2:1 spine-leaf",
+               *ch5._ring_step(fabrics.spine_leaf(4, 2, 2, 4), seed=rng.randint(0, 999)))
+    return cases
+
+
+def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
+    """(keyword arguments for the check, {module attribute: value} to patch) for one chapter."""
+    if chapter not in BY_CHAPTER:
+        raise ValueError(f"chapter: one of {', '.join(BY_CHAPTER)}, got {chapter!r}")
+    if seed is None:
+        return {}, {}
+    rng = random.Random(f"{seed}:{chapter}")
+    if chapter == "ch1":
+        return _ch1(rng), {}
+    if chapter == "ch2":
+        return _ch2(rng), {}
+    if chapter == "ch3":
+        return {"staleness_bounds": (rng.choice([1, 2]), 3)}, {"netlab.check.ch3.CASES": _ch3_cases(rng)}
+    if chapter == "ch4":
+        cases = [(rng.randint(5, 40), rng.choice([0.1, 0.2, 0.3]), rng.randint(0, 10**6)),
+                 (rng.randint(500, 3000), rng.choice([0.01, 0.02, 0.05]), rng.randint(0, 10**6)),
+                 (rng.randint(50, 500), rng.choice([0.05, 0.1]), rng.randint(0, 10**6)),
+                 (rng.randint(3, 9), 0.01, rng.randint(0, 10**6))]          # k = 1: the max(1, .) edge
+        return {}, {"netlab.check.ch4.CASES": cases}
+    return {}, {"netlab.check.ch5._cases": _ch5_cases(rng.randint(0, 10**6))}
+
+
+def apply(patches: dict) -> None:
+    """Set module attributes named 'package.module.ATTR' (in the grading subprocess only)."""
+    import importlib
+    for dotted, value in patches.items():
+        module, _, attr = dotted.rpartition(".")
+        setattr(importlib.import_module(module), attr, value)
+
+
+def run_check(chapter: str, fn, seed: int | None = None):
+    """Judge `fn` with the chapter's check, on its public cases or on the variant drawn from `seed`."""
+    import netlab.check as check
+    kwargs, patches = draw(chapter, seed)
+    apply(patches)
+    return getattr(check, BY_CHAPTER[chapter].check)(fn, **kwargs)

@@ -1,0 +1,137 @@
+"""``netlab congestion``: incast rounds through a switch port with a buffer, ECN and PFC (chapter 6).
+
+    python -m netlab congestion incast --senders 16 --block 256K --bandwidth 1Gbit/s --buffer 64K \
+        --transport reno --rto-min 200ms --rounds 20 --json
+    python -m netlab congestion incast --senders 16 --transport ideal --pfc          # lossless
+    python -m netlab congestion incast --transport dctcp --ecn-k 30KB
+    python -m netlab congestion jitter --background 0.3 --rounds 40                  # step-time tails
+
+Prints goodput (bytes/s, GB = 1e9 B), the round completion time p50/p99 over rounds, drops, ECN
+marks, retransmission timeouts and PFC pause time, from the packet-level fabric (``netlab.fabric``).
+"""
+from __future__ import annotations
+
+from ..units import fmt_bandwidth, fmt_bytes, fmt_time, parse_bandwidth, parse_bytes, parse_time
+from . import emit
+
+
+def add_parser(p) -> None:
+    p.add_argument("experiment", choices=["incast", "jitter"],
+                   help="incast: N senders x block into one port; jitter: step-time distribution per transport")
+    p.add_argument("--senders", type=int, default=16, help="synchronized senders (default 16)")
+    p.add_argument("--block", default="256K", help="bytes each sender sends per round (default 256K)")
+    p.add_argument("--bandwidth", default="1Gbit/s", help="every link's rate (default 1Gbit/s)")
+    p.add_argument("--buffer", default="64K", help="the receiver port's buffer (default 64K)")
+    p.add_argument("--transport", default="reno", help="reno, cubic, dctcp, dcqcn or ideal (default reno); "
+                   "jitter: a comma-separated list (default reno,dctcp,dcqcn)")
+    p.add_argument("--rto-min", default="200ms", help="TCP's minimum retransmission timeout (default 200ms, Linux)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds (default 20 for incast, 40 for jitter)")
+    p.add_argument("--window", default="64K", help="TCP receive window per sender (default 64K)")
+    p.add_argument("--ecn-k", default=None, help="mark above K bytes (DCTCP's threshold)")
+    p.add_argument("--ecn-kmin", default=None, help="RED marking: Kmin bytes")
+    p.add_argument("--ecn-kmax", default=None, help="RED marking: Kmax bytes")
+    p.add_argument("--ecn-pmax", type=float, default=None, help="RED marking: Pmax in (0, 1] (default 0.01)")
+    p.add_argument("--pfc", action="store_true", help="lossless: PFC pauses the senders' ports")
+    p.add_argument("--xoff", default=None, help="PFC Xoff per ingress (default: buffer - headroom)")
+    p.add_argument("--xon", default=None, help="PFC Xon per ingress (default: Xoff - 2 packets)")
+    p.add_argument("--pfc-headroom", default=None, help="PFC headroom per ingress (default: 2 x rate x delay + 2 MTU)")
+    p.add_argument("--shared-buffer", action="store_true", help="the buffer is shared by the switch's ports")
+    p.add_argument("--background", type=float, default=None, help="another job's load on the port, 0..1 "
+                   "(default 0 for incast, 0.3 for jitter)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the background traffic and ECN marking")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _ecn(args, transport, bandwidth):
+    from ..fabric import ECN
+    from ..fabric.scenarios import default_ecn
+    if args.ecn_k is not None:
+        if args.ecn_kmin is not None or args.ecn_kmax is not None:
+            raise ValueError("ecn-k: give either --ecn-k or --ecn-kmin/--ecn-kmax, not both")
+        return ECN.dctcp(parse_bytes(args.ecn_k, "ecn-k", allow_zero=True))
+    if args.ecn_kmin is not None or args.ecn_kmax is not None or args.ecn_pmax is not None:
+        kmin = parse_bytes(args.ecn_kmin or 0, "ecn-kmin", allow_zero=True)
+        kmax = parse_bytes(args.ecn_kmax, "ecn-kmax", allow_zero=True) if args.ecn_kmax is not None else kmin
+        return ECN(kmin, kmax, args.ecn_pmax if args.ecn_pmax is not None else 0.01)
+    return default_ecn(transport, bandwidth)
+
+
+def _pfc(args, buffer, bandwidth):
+    from ..fabric import PFC
+    from ..fabric.scenarios import headroom
+    given = [args.xoff, args.xon, args.pfc_headroom]
+    if not args.pfc:
+        if any(v is not None for v in given):
+            raise ValueError("pfc: --xoff, --xon and --pfc-headroom need --pfc")
+        return None
+    room = parse_bytes(args.pfc_headroom, "pfc-headroom", allow_zero=True) if args.pfc_headroom is not None else None
+    if args.xoff is not None:
+        xoff = parse_bytes(args.xoff, "xoff")
+    else:
+        xoff = buffer - (room if room is not None else headroom(bandwidth))
+        if xoff <= 0:
+            raise ValueError(f"pfc: no headroom: a {buffer}-byte buffer cannot hold the "
+                             f"{headroom(bandwidth):.0f} bytes of PFC headroom")
+    xon = parse_bytes(args.xon, "xon", allow_zero=True) if args.xon is not None else None
+    return PFC(xoff, xon, room)
+
+
+def _text(row: dict) -> str:
+    c = row["completion_s"]
+    return "\n".join([
+        f"# netlab congestion incast: {row['senders']} senders x {fmt_bytes(row['block_bytes'])} into one "
+        f"{fmt_bandwidth(row['bandwidth_Bps'])} port, buffer {fmt_bytes(row['buffer_bytes'])}, {row['transport']}"
+        f"{', PFC' if row['pfc'] else ''}, RTOmin {fmt_time(row['rto_min_s'])}, {row['rounds']} rounds",
+        f"  goodput          {row['goodput_Bps'] * 8 / 1e9:.3f} Gbit/s ({row['goodput_Bps'] / row['bandwidth_Bps']:.0%} of the link)",
+        f"  round time       p50 {fmt_time(c['p50'])}, p99 {fmt_time(c['p99'])} (lossless ideal {fmt_time(row['ideal_s'])})",
+        f"  drops / marks    {row['drops']} / {row['marks']}",
+        f"  timeouts         {row['timeouts']} ({row['retransmissions']} packets resent)",
+        f"  PFC pause        {fmt_time(row['pause_s'])} (summed over ports)",
+        f"  simulated in     {row['wall_s']:.2f} s ({row['events']} events)"])
+
+
+def main(args) -> int:
+    from ..fabric import incast
+    from ..fabric.scenarios import jitter, validate
+    from ..fabric.transport import TRANSPORTS
+    if args.senders < 1:
+        raise ValueError(f"senders: must be a whole number >= 1, got {args.senders}")
+    rounds = args.rounds if args.rounds is not None else (20 if args.experiment == "incast" else 40)
+    if rounds < 1:
+        raise ValueError(f"rounds: must be a whole number >= 1, got {rounds}")
+    block = parse_bytes(args.block, "block")
+    bandwidth = parse_bandwidth(args.bandwidth, "bandwidth")
+    buffer = parse_bytes(args.buffer, "buffer", allow_zero=True)
+    rto_min = parse_time(args.rto_min, "rto-min", allow_zero=False)
+    window = parse_bytes(args.window, "window")
+    background = args.background if args.background is not None else (0.0 if args.experiment == "incast" else 0.3)
+    if not 0 <= background < 1:
+        raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
+    transports = [t.strip() for t in args.transport.split(",")] if args.experiment == "jitter" else [args.transport]
+    if args.experiment == "jitter" and args.transport == "reno":
+        transports = ["reno", "dctcp", "dcqcn"]
+    for t in transports:
+        if t not in TRANSPORTS:
+            raise ValueError(f"transport: must be one of {', '.join(TRANSPORTS)}, got {t!r}")
+    pfc = _pfc(args, buffer, bandwidth)
+    for t in transports:
+        validate(args.senders, block, bandwidth, buffer, t, rto_min, rounds, _ecn(args, t, bandwidth), pfc)
+    if args.experiment == "jitter":
+        out = jitter(transports, rounds, args.senders, block, bandwidth, buffer, rto_min, background,
+                     pfc=pfc is not None, seed=args.seed)
+        rows = {t: {k: v for k, v in r.items() if k not in ("run", "times")} for t, r in out.items()}
+        text = [f"# netlab congestion jitter: {args.senders} x {fmt_bytes(block)} per step, background load "
+                f"{background:.0%}, {rounds} steps; ideal step {fmt_time(next(iter(rows.values()))['ideal'])}"]
+        text += [f"  {t:6s} p50 {fmt_time(r['p50'])}  p99 {fmt_time(r['p99'])}  max {fmt_time(r['max'])}"
+                 for t, r in rows.items()]
+        emit(rows, args.json, "\n".join(text))
+        return 0
+    transport = transports[0]
+    run = incast(args.senders, block, bandwidth, buffer, transport, rto_min, rounds,
+                 _ecn(args, transport, bandwidth), pfc, args.shared_buffer, background=background,
+                 seed=args.seed, window=window)
+    row = {"senders": args.senders, "block_bytes": block, "bandwidth_Bps": bandwidth, "buffer_bytes": buffer,
+           "transport": transport, "rto_min_s": rto_min, "pfc": pfc is not None,
+           "ideal_s": args.senders * block / bandwidth, **run.summary()}
+    emit(row, args.json, _text(row))
+    return 0

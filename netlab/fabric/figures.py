@@ -1,0 +1,92 @@
+"""Chapter 6's figures, each drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state,
+so a widget callback may draw them on any thread): an incast run (per-flow rates, the queue, drops,
+marks and pauses), step-time distributions, the PFC victim, DCTCP's sawtooth, DCQCN's stability."""
+from __future__ import annotations
+
+import numpy as np
+
+from .scenarios import rates
+
+GBIT = 1e9 / 8
+
+
+def draw_run(fig, run, title: str = "", bins: int = 80, max_flows: int = 16):
+    """Top: each flow's delivered rate over time; bottom: the bottleneck's queue (KB)."""
+    ax_rate, ax_q = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    end = run.fabric.now
+    link = run.port.rate
+    for flow in run.flows[:max_flows]:
+        t, r = rates(flow, flow.start, flow.done_at or end, bins)
+        ax_rate.plot(t * 1e3, r / link, lw=0.8)
+    ax_rate.set_ylabel("flow rate / link")
+    ax_rate.set_ylim(0, 1.05)
+    t, q = run.queue()
+    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.8, color="C3")
+    if run.port.buffer:
+        ax_q.axhline(run.port.buffer / 1e3, ls="--", color="k", lw=0.7, label="buffer")
+    if run.port.ecn is not None:
+        ax_q.axhline(run.port.ecn.kmin / 1e3, ls=":", color="C2", lw=0.9, label="ECN K (Kmin)")
+    ax_q.set_ylabel("queue (KB)")
+    ax_q.set_xlabel("time (ms)")
+    ax_q.legend(fontsize=7, loc="upper right")
+    s = run.totals()
+    ax_rate.set_title(f"{title}  drops {s['drops']}, marks {s['marks']}, timeouts {s['timeouts']}, "
+                      f"PFC pause {s['pause_s'] * 1e3:.2f} ms", fontsize=9)
+    return fig
+
+
+def draw_step_times(fig, results: dict):
+    """The distribution (CDF) of round times per transport, log time axis, with p50/p99 marked."""
+    ax = fig.subplots()
+    for i, (name, r) in enumerate(results.items()):
+        times = np.sort(r["times"]) * 1e3
+        ax.step(times, np.arange(1, len(times) + 1) / len(times), where="post", color=f"C{i}",
+                label=f"{name}: p50 {r['p50'] * 1e3:.1f} ms, p99 {r['p99'] * 1e3:.1f} ms")
+    ideal = next(iter(results.values()))["ideal"] * 1e3
+    ax.axvline(ideal, ls="--", color="k", lw=0.7, label=f"lossless, unshared: {ideal:.1f} ms")
+    ax.set_xscale("log")
+    ax.set_xlabel("step (round) time, ms")
+    ax.set_ylabel("fraction of steps")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def draw_victim(fig, runs: dict, flow: int = 0):
+    """F1's rate over time in each run (e.g. {'PFC on': run, 'PFC off': run}), incast window shaded."""
+    ax = fig.subplots()
+    for i, (name, run) in enumerate(runs.items()):
+        f = run.flows[flow]
+        t, r = rates(f, 0, run.fabric.now, 120)
+        ax.plot(t * 1e3, r * 8 / 1e9, color=f"C{i}", label=f"{f.name}, {name}")
+    starts = [f.start for f in runs[next(iter(runs))].flows[2:]]
+    if starts:
+        ax.axvspan(min(starts) * 1e3, (min(starts) + 1e-3) * 1e3, color="0.9", label="incast to R2 starts")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("Gbit/s")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def draw_sawtooth(fig, run, ref: dict, start: float = 0.005):
+    """DCTCP's queue (packets) with the analysis' Q_min, Q_max and K."""
+    ax = fig.subplots()
+    t, q = run.queue()
+    keep = t >= start
+    ax.step(t[keep] * 1e3, q[keep] / 1500, where="post", lw=0.7)
+    for value, label, style in ((ref["q_max"], "Q_max = K + N", "--"), (ref["q_min"], "Q_min = K + N - A", ":")):
+        ax.axhline(value, ls=style, color="k", lw=0.8, label=f"{label} = {value:.1f}")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("queue (packets)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def draw_fluid(fig, runs: dict):
+    """DCQCN fluid runs: queue (KB) over time, one line per label."""
+    ax = fig.subplots()
+    for name, run in runs.items():
+        ax.plot(run.t * 1e3, run.queue / 1e3, lw=0.8, label=name)
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("queue (KB)")
+    ax.legend(fontsize=7)
+    return fig

@@ -1,0 +1,84 @@
+"""Chapter 6's panel: senders, block size, bandwidth, buffer, transport, ECN threshold, PFC and RTOmin;
+each change runs an incast round in the packet fabric and draws the flows' rates and the queue.
+
+Drawing goes to a new ``matplotlib.figure.Figure`` per answer (no pyplot state: the callback may run
+on another kernel thread). ``last`` keeps the latest run for tests.
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+from matplotlib.figure import Figure
+
+from ..fabric import ECN, PFC, incast
+from ..fabric.figures import draw_run
+from ..fabric.scenarios import default_ecn, headroom
+from ..units import fmt_time, parse_bandwidth, parse_bytes, parse_time
+
+TRANSPORTS = ["reno", "cubic", "dctcp", "dcqcn", "ideal"]
+
+
+def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min, rounds=1):
+    """One panel setting as an incast run (sizes as text, e.g. '256K', '1Gbit/s', '200ms')."""
+    bw, buf = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
+    ecn = ECN.dctcp(parse_bytes(ecn_k, "ecn-k")) if ecn_k != "default" else default_ecn(transport, bw)
+    if pfc and buf <= headroom(bw):
+        raise ValueError(f"pfc: no headroom: a {buf}-byte buffer cannot hold {headroom(bw):.0f} bytes of headroom")
+    control = PFC(buf - headroom(bw)) if pfc else None
+    return incast(senders, parse_bytes(block, "block"), bw, buf, transport, parse_time(rto_min, "rto-min", False),
+                  rounds, ecn, control)
+
+
+def describe(run) -> str:
+    s = run.summary()
+    link = run.port.rate
+    return (f"goodput {s['goodput_Bps'] * 8 / 1e9:.3f} Gbit/s ({s['goodput_Bps'] / link:.0%} of the link); "
+            f"round {fmt_time(s['completion_s']['p50'])} (lossless: {fmt_time(run.payload / link)}); "
+            f"drops {s['drops']}, marks {s['marks']}, timeouts {s['timeouts']}, PFC pause {fmt_time(s['pause_s'])}; "
+            f"simulated in {s['wall_s']:.2f} s")
+
+
+class CongestionPanel:
+    def __init__(self, senders=16, block="256K", bandwidth="1Gbit/s", buffer="64K", transport="reno",
+                 ecn_k="default", pfc=False, rto_min="200ms"):
+        style, layout = {"description_width": "110px"}, widgets.Layout(width="420px")
+        self.controls = {
+            "senders": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32], value=senders, description="senders",
+                                               continuous_update=False, style=style, layout=layout),
+            "block": widgets.SelectionSlider(options=["16K", "64K", "256K", "1M"], value=block, description="block",
+                                             continuous_update=False, style=style, layout=layout),
+            "bandwidth": widgets.ToggleButtons(options=["1Gbit/s", "10Gbit/s"], value=bandwidth,
+                                               description="bandwidth", style=style),
+            "buffer": widgets.SelectionSlider(options=["16K", "32K", "64K", "128K", "256K", "1M", "4M"], value=buffer,
+                                              description="buffer", continuous_update=False, style=style, layout=layout),
+            "transport": widgets.ToggleButtons(options=TRANSPORTS, value=transport, description="transport", style=style),
+            "ecn_k": widgets.Dropdown(options=["default", "5K", "15K", "30K", "60K", "100K"], value=ecn_k,
+                                      description="ECN K", style=style, layout=layout),
+            "pfc": widgets.Checkbox(value=pfc, description="PFC (lossless)", style=style),
+            "rto_min": widgets.ToggleButtons(options=["200ms", "10ms", "1ms", "200us"], value=rto_min,
+                                             description="RTOmin", style=style),
+        }
+        self.last = None
+        self.out = widgets.interactive_output(self.update, self.controls)
+        self.out.layout.min_height = "430px"
+        left = widgets.VBox([self.controls[n] for n in ("senders", "block", "buffer", "ecn_k")])
+        right = widgets.VBox([self.controls[n] for n in ("bandwidth", "transport", "rto_min", "pfc")])
+        self.widget = widgets.VBox([widgets.HBox([left, right]), self.out])
+
+    def figure(self, run) -> Figure:
+        fig = Figure(figsize=(10, 4.6))
+        return draw_run(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}")
+
+    def update(self, **setting):
+        from IPython.display import display
+        try:
+            run = run_setting(**setting)
+        except ValueError as exc:
+            print(f"cannot run this setting: {exc}")
+            return
+        self.last = run
+        print(describe(run))
+        display(self.figure(run))
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)

@@ -1,0 +1,128 @@
+"""Assignments: the student version has no answer in it; grading survives any answer; variants are seeded."""
+import json
+import os
+import shutil
+
+import pytest
+
+from netlab.assignment import BY_CHAPTER, EXERCISES, build, source, variants
+from netlab.assignment.grade import grade_all, write
+
+HERE = os.path.dirname(__file__)
+SOLUTIONS = os.path.join(HERE, "solutions")
+
+
+def test_build_writes_stubs_and_no_reference_answer(tmp_path):
+    out = tmp_path / "student"
+    files = build.build(str(out))
+    for e in EXERCISES:
+        assert e.notebook in files and f"exercises/{e.module}" in files
+        nb = json.load(open(out / e.notebook))
+        assert all(not c.get("outputs") for c in nb["cells"])
+        assert source.is_stub(source.notebook_answer(str(out / e.notebook), e.function), e.function)
+    assert build.leaks(str(out)) == []
+    # the leak detector is not vacuous: every reference answer, copied in, is found
+    shutil.copyfile(os.path.join(SOLUTIONS, "ch2_ring.py"), out / "exercises" / "ch2_ring.py")
+    shutil.copyfile(os.path.join(SOLUTIONS, "ch3_ssp_wait.py"), out / "notes.txt")
+    found = build.leaks(str(out))
+    assert any("ch2_ring.py" in hit for hit in found) and any("notes.txt" in hit for hit in found)
+    assert all(build.solution_lines()[e.module] for e in EXERCISES)          # every answer has lines to look for
+
+
+def test_build_refuses_a_notebook_with_an_answer(tmp_path):
+    labs = tmp_path / "labs"
+    shutil.copytree(build.LABS, labs)
+    nb = json.load(open(labs / "05_topology.ipynb"))
+    ref = open(os.path.join(SOLUTIONS, "ch5_max_min.py")).read()
+    cell = next(c for c in nb["cells"] if "def max_min_rates" in "".join(c["source"]))
+    cell["source"] = ref
+    json.dump(nb, open(labs / "05_topology.ipynb", "w"))
+    with pytest.raises(ValueError, match="05_topology.ipynb.*not a stub"):
+        build.build(str(tmp_path / "out"), labs=str(labs))
+    with pytest.raises(ValueError, match="not empty"):
+        build.build(str(tmp_path))
+
+
+def test_answers_are_found_in_notebooks_and_files(tmp_path):
+    e = BY_CHAPTER["ch5"]
+    shutil.copyfile(os.path.join(build.LABS, e.notebook), tmp_path / e.notebook)       # the stub
+    code, origin = source.find_answer(str(tmp_path), e)
+    assert origin == e.notebook and source.is_stub(code, e.function) and "netlab.check" not in code
+    (tmp_path / "exercises").mkdir()
+    shutil.copyfile(os.path.join(SOLUTIONS, e.module), tmp_path / "exercises" / e.module)
+    code, origin = source.find_answer(str(tmp_path), e)
+    assert origin == os.path.join("exercises", e.module) and not source.is_stub(code, e.function)
+    assert source.find_answer(str(tmp_path / "exercises"), BY_CHAPTER["ch2"]) == (None, None)
+
+
+def test_variants_are_seeded_and_the_reference_passes_them():
+    import sys
+    sys.path.insert(0, HERE)
+    from solutions import ch5_max_min
+    for chapter in BY_CHAPTER:
+        assert variants.draw(chapter, None) == ({}, {})
+    assert variants.draw("ch2", 1) == variants.draw("ch2", 1) != variants.draw("ch2", 2)
+    assert variants.draw("ch1", 7)[0]["cases"] != variants.draw("ch1", 8)[0]["cases"]
+    ch3_cases = variants.draw("ch3", 3)[1]["netlab.check.ch3.CASES"]
+    from netlab.check import ch3
+    assert len(ch3_cases) > len(ch3.CASES)
+    from netlab.check import ch5
+    original = ch5._cases
+    try:
+        result = variants.run_check("ch5", ch5_max_min.max_min_rates, seed=11)
+        names = [row["case"] for row in result.rows]
+        assert result.passed and "random flows over random links" in names
+    finally:
+        ch5._cases = original
+    with pytest.raises(ValueError, match="chapter"):
+        variants.draw("ch9", 1)
+
+
+BAD = {
+    "hangs": "def max_min_rates(flows, capacity):\n    while True:\n        pass\n",
+    "raises": "def max_min_rates(flows, capacity):\n    return 1 / 0\n",
+    "prints": ("import sys\ndef max_min_rates(flows, capacity):\n"
+               "    for _ in range(20000):\n        sys.stdout.write('x' * 1000 + '\\n')\n    return [0.0] * len(flows)\n"),
+    "kills": "import os, signal\ndef max_min_rates(flows, capacity):\n    os.kill(os.getpid(), signal.SIGKILL)\n",
+    "exits": "import os\ndef max_min_rates(flows, capacity):\n    os._exit(3)\n",
+}
+
+
+@pytest.mark.slow
+def test_grading_survives_hanging_raising_printing_and_dying_answers(tmp_path):
+    subs = tmp_path / "submissions"
+    for name, code in BAD.items():
+        (subs / name / "exercises").mkdir(parents=True)
+        (subs / name / "exercises" / "ch5_max_min.py").write_text(code)
+    (subs / "good").mkdir()
+    shutil.copyfile(os.path.join(SOLUTIONS, "ch5_max_min.py"), subs / "good" / "ch5_max_min.py")
+    (subs / "empty").mkdir()
+    grades = {g.student: g for g in grade_all(str(subs), seed=5, chapters=["ch5"], time_limit_s=15)}
+    assert grades["good"].passed and grades["good"].points == 10
+    assert not any(grades[n].passed for n in BAD) and grades["empty"].message.startswith("no answer found")
+    assert "time limit" in grades["hangs"].message
+    assert "ZeroDivisionError" in grades["raises"].message
+    assert grades["prints"].output_bytes > 10_000_000 and "some rates differ" in grades["prints"].message
+    assert "SIGKILL" in grades["kills"].message
+    assert "status 3" in grades["exits"].message
+    csv_path, json_path = write(list(grades.values()), str(tmp_path / "grades"), seed=5)
+    table = json.load(open(json_path))
+    assert table["totals"]["good"] == {"points": 10, "max_points": 10}
+    assert open(csv_path).readline().startswith("student,exercise,passed")
+
+
+@pytest.mark.slow
+def test_grading_runs_ring_answers_on_real_ranks(tmp_path, capsys):
+    from netlab.cli import main
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copyfile(os.path.join(SOLUTIONS, "ch2_ring.py"), subs / "alice" / "ch2_ring.py")
+    (subs / "bob").mkdir()
+    shutil.copyfile(os.path.join(build.LABS, "02_collectives.ipynb"), subs / "bob" / "02_collectives.ipynb")
+    assert main(["grade", str(subs), "--seed", "3", "--exercises", "ch2", "--out", str(tmp_path / "g"), "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    by = {g["student"]: g for g in table["grades"]}
+    from netlab.check.ch2 import CASES
+    drawn = {(int(r["ranks"]), int(r["elements"])) for r in by["alice"]["rows"]}
+    assert by["alice"]["passed"] and len(drawn) == 4 and not drawn & set(CASES)     # a hidden variant
+    assert not by["bob"]["passed"] and "not implemented" in by["bob"]["message"]

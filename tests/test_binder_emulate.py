@@ -1,0 +1,53 @@
+"""binder/emulate.py, small: build Binder's environment, run chapter 1 at CI size in 1 CPU and 2 GB."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+sys.path.insert(0, os.path.join(ROOT, "binder"))
+import emulate  # noqa: E402
+
+
+def test_requirements_drop_the_cpu_index_and_pin_the_local_torch(tmp_path):
+    out = tmp_path / "req.txt"
+    changes = emulate.requirements_here(os.path.join(ROOT, "binder", "requirements.txt"), str(out))
+    text = out.read_text()
+    assert "download.pytorch.org" not in text and "+cpu" not in text and "torch==2.13.0\n" in text
+    assert len(changes) == 2 and all("cannot be reached" in c or "local CPU wheel" in c for c in changes)
+    assert "fonts-noto-cjk" in open(os.path.join(ROOT, "binder", "apt.txt")).read()
+
+
+def _cgroups_usable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to create a memory cgroup"
+    base = "/sys/fs/cgroup" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "/sys/fs/cgroup/memory"
+    probe = os.path.join(base, f"netlab-probe-{os.getpid()}")
+    try:
+        os.mkdir(probe)
+        os.rmdir(probe)
+    except OSError as exc:
+        return f"cannot create a memory cgroup under {base}: {exc}"
+    if subprocess.run(["which", "taskset"], capture_output=True).returncode:
+        return "taskset is not installed"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_chapter_1_runs_in_one_cpu_and_2_gb(tmp_path):
+    why = _cgroups_usable()
+    if why:
+        pytest.skip(why)
+    result = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "binder", "emulate.py"), "--ci", "--chapters", "1",
+                          "--pause", "0", "--venv", str(tmp_path / "venv"), "--json", str(result)],
+                         capture_output=True, text=True, timeout=1700)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    import json
+    data = json.load(open(result))
+    for mode in ("alone", "open"):
+        row, = data["results"][mode]["chapters"]
+        assert row["ok"] and 100e6 < row["peak_bytes"] < 2e9          # it ran, and inside the limit
+        assert data["results"][mode]["oom_kills"] == 0

@@ -1,0 +1,44 @@
+"""The lab's visual language: distinct looks per algorithm and method, aligned time axes, labelled lines."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from netlab import plots  # noqa: E402
+from netlab.compress.table import TABLE  # noqa: E402
+from netlab.compress.pays import label  # noqa: E402
+
+
+def _look(style):
+    return style["color"], style["marker"], str(style["linestyle"])
+
+
+def test_every_algorithm_and_method_has_its_own_look():
+    algos = [_look(plots.algorithm_style(a)) for a in plots.ALGORITHMS]
+    assert len(set(algos)) == len(algos)
+    methods = [_look(plots.method_style(label(m, o))) for m, o in TABLE]
+    assert len(set(methods)) == len(methods)                  # fp16 vs bf16, PowerSGD rank 1 vs 2 included
+    assert plots.method_style("none")["color"] == "black" and plots.method_style("none")["linestyle"] == "--"
+
+
+def test_equal_costs_stay_visible_and_lines_are_labelled():
+    rows = [{"algo": a, "bytes": s, "time_s": 1e-3 * s / 1e6, "predicted_s": 1e-3 * s / 1e6}
+            for a in ("naive", "ring") for s in (1e3, 1e6)]          # two algorithms with identical times
+    fig = plots.time_vs_size(rows)
+    ax = fig.axes[0]
+    markers = [line for line in ax.lines if line.get_linestyle() == "None"]
+    xs = {tuple(line.get_xdata()) for line in markers}
+    assert len(xs) == 2                                        # offset along x: neither hides the other
+    assert {t.get_text() for t in ax.texts} >= {"naive", "ring"}   # direct labels, no legend
+    assert ax.get_legend() is None
+    plt.close(fig)
+
+
+def test_chapter1_panel_shares_one_time_axis_and_takes_samples_per_device():
+    from netlab.ui.ch1 import StepPanel
+    panel = StepPanel(ranks=2, batch=64)
+    assert panel.last.setup["batch_per_rank"] == 64
+    text, fig = panel.render(ranks=2, bandwidth="10Gbit/s", latency="5us", width=128, batch=16, device="cpu-core")
+    top, bottom = fig.axes[0], fig.axes[1]
+    assert top.get_xlim() == bottom.get_xlim() and top.get_xlabel().split("(")[1] == bottom.get_xlabel().split("(")[1]
+    assert "16 samples" in text and all(len(line) <= 100 for line in text.splitlines())

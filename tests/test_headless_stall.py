@@ -1,0 +1,123 @@
+"""Headless runs (nbclient, `jupyter nbconvert --execute`, course graders) never stall on a panel cell.
+
+The stall, and why panels avoid it: nbclient stands in for a frontend's Output widget. While a cell
+runs with an Output in capture mode (``with out:``, which ``interactive_output`` uses), nbclient
+answers every captured output with a ``comm_msg`` on the shell socket, sent raw (jupyter_client's
+``Session.send`` turns the asyncio socket into a plain shadow) while it awaits the same socket for
+the ``execute_reply``. The raw send processes the socket's pending commands and so consumes its
+edge-triggered wake-up: a reply that had just arrived stays unread until the cell's timeout, when a
+last poll finds it and the run goes on. Each hit costs exactly the timeout (600 s in nbconvert),
+with the kernel idle. Upstream: jupyter/nbclient#312 and the fixes proposed in jupyter/nbclient#311
+and jupyter/jupyter_client#1059, all open. netlab's panels therefore never capture: they replace
+their Output's contents by assignment (``Output.outputs = ...``), to which nbclient sends nothing.
+
+Reference for the first test: the same cell, with nbclient re-arming the wake-up after each send,
+finishes in the time the work takes; the stall is the lost wake-up, not slow work.
+"""
+import time
+
+import pytest
+
+nbclient = pytest.importorskip("nbclient")
+nbformat = pytest.importorskip("nbformat")
+zmq = pytest.importorskip("zmq")
+from nbclient.output_widget import OutputWidget  # noqa: E402
+
+NEW_OUTPUT = "import ipywidgets as w\nfrom IPython.display import display\nout = w.Output()\ndisplay(out)"
+# 20 captured outputs of 200 kB: nbclient resends the whole list each time (42 MB in all), so the
+# execute_reply arrives while it is still busy answering them
+CAPTURE = "with out:\n    for i in range(20):\n        display({'text/plain': str(i % 10) * 200_000}, raw=True)"
+
+
+def run_headless(cells, timeout):
+    """Execute cells with a stock nbclient; return (seconds per cell, nbclient's widget state)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    started, seconds = {}, {}
+    client = nbclient.NotebookClient(
+        nb, timeout=timeout, kernel_name="python3",
+        on_cell_execute=lambda cell, cell_index: started.__setitem__(cell_index, time.monotonic()),
+        on_cell_executed=lambda cell, cell_index, execute_reply:
+            seconds.__setitem__(cell_index, time.monotonic() - started[cell_index]))
+    client.execute()
+    return [seconds[i] for i in range(len(cells))], client.widget_state
+
+
+@pytest.fixture
+def shell_sends(monkeypatch):
+    """Count the comm_msgs nbclient's Output stand-in sends on the shell socket."""
+    sent = []
+    original = OutputWidget.send
+
+    def send(self, *args, **kwargs):
+        sent.append(self.comm_id)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(OutputWidget, "send", send)
+    return sent
+
+
+@pytest.mark.slow
+def test_output_capture_stalls_nbclient_until_the_timeout(shell_sends, monkeypatch):
+    """The trigger, without netlab: a cell capturing output into an Output widget."""
+    timeout = 12
+    (_, capture), _ = run_headless([NEW_OUTPUT, CAPTURE], timeout)
+    assert shell_sends, "nbclient answered the captured outputs on the shell socket"
+    assert capture >= timeout - 0.5, (f"the capturing cell took {capture:.1f} s, not the {timeout} s timeout: "
+                                      "if nbclient/jupyter_client fixed the lost wake-up, update this note")
+
+    counted = OutputWidget.send
+
+    def send_and_rearm(self, *args, **kwargs):                  # the reference: the wake-up kept
+        counted(self, *args, **kwargs)
+        self.kernel_client.shell_channel.socket.get(zmq.EVENTS)  # on the asyncio socket: re-checks, re-arms
+
+    monkeypatch.setattr(OutputWidget, "send", send_and_rearm)
+    (_, rearmed), _ = run_headless([NEW_OUTPUT, CAPTURE], timeout)
+    assert rearmed < timeout - 0.5, f"with the wake-up re-armed the cell still took {rearmed:.1f} s"
+
+
+PANEL = '''
+import ipywidgets as widgets
+from netlab.ui.panel import Panel, new_figure
+
+class Square(Panel):
+    def __init__(self):
+        super().__init__({"n": widgets.IntSlider(3, 1, 9, description="n")})
+
+    def render(self, n):
+        fig = new_figure(3, 2)
+        fig.subplots().plot(range(10), [x * x / n for x in range(10)])
+        return f"n = {n}", fig
+
+panel = Square()
+display(panel)
+panel.controls["n"].value = 5
+'''
+STEP_PANEL = '''
+from netlab.ui.ch1 import StepPanel
+step = StepPanel(ranks=2, bandwidth="10Gbit/s", latency="5us", width=128)
+display(step)
+step.controls["ranks"].value = 3
+'''
+
+
+@pytest.mark.slow
+def test_panels_send_nothing_back_while_a_cell_runs(shell_sends):
+    """A panel cell gives nbclient no Output to answer, so the reply's wake-up is never consumed."""
+    _, state = run_headless(["from IPython.display import display", PANEL, STEP_PANEL], timeout=300)
+    assert shell_sends == [], f"{len(shell_sends)} comm_msg(s) sent on shell while panel cells ran"
+    shown = [m["outputs"] for m in state.values() if m.get("_model_name") == "OutputModel"]
+    assert len(shown) == 2 and all(any("image/png" in o["data"] for o in outs) for outs in shown), \
+        "each panel's Output holds its figure"
+
+
+def test_every_chapter_panel_is_a_panel():
+    """Every chapter's panel is built on the Panel base, the one that never captures output."""
+    import inspect
+
+    from netlab.ui import ch1, ch2, ch3, ch4, ch5
+    from netlab.ui.panel import Panel
+    for module in (ch1, ch2, ch3, ch4, ch5):
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and hasattr(cls, "_ipython_display_"):
+                assert issubclass(cls, Panel), f"{module.__name__}.{name} is a panel not built on Panel"
