@@ -139,7 +139,9 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
         ran_s = nb.run_all()
         problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
         panels = nb.panels()
-        assert panels, f"{chapter}: no widget panel found after Run All"
+        source = (ROOT / "labs" / chapter).read_text()
+        if "Panel(" in source or "widgets." in source:      # a chapter without panels is checked by Run All only
+            assert panels, f"{chapter}: no widget panel found after Run All"
         for panel in panels:
             name = f"ch{stem} panel {panel.index}"
 
