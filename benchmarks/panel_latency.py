@@ -47,7 +47,7 @@ def panel_latencies(nb: Notebook, panel, changes: int, timeout_s: float = 120) -
         times.append(time.monotonic() - t0)
         nb.wait_kernel("Idle", timeout_s, steady_s=0.3)
         direction = "ArrowLeft" if direction == "ArrowRight" else "ArrowRight"   # stay near the start
-        slider = next(c for c in panel.controls() if c["label"] == slider["label"])
+        slider = panel.control(slider)
     return slider["label"], times
 
 

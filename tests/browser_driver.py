@@ -213,6 +213,8 @@ _CONTROLS = """(p) => {
     const c = el.querySelector('input[type=checkbox]');
     controls.push({kind: 'checkbox', label: el.innerText.trim(), disabled: c.disabled, now: c.checked ? 1 : 0});
   });
+  const seen = {};
+  controls.forEach(c => { c.n = seen[c.kind] = (c.kind in seen ? seen[c.kind] + 1 : 0); });
   return controls;
 }"""
 
@@ -344,9 +346,11 @@ class Panel:
     def _element(self, control: dict):
         kinds = {"slider": ".widget-slider", "dropdown": ".widget-dropdown", "toggle": ".widget-toggle-buttons",
                  "checkbox": ".widget-checkbox"}
-        same = [c for c in self.controls() if c["kind"] == control["kind"]]
-        i = next(i for i, c in enumerate(same) if c["label"] == control["label"])
-        return self.root.locator(kinds[control["kind"]]).nth(i)
+        return self.root.locator(kinds[control["kind"]]).nth(control["n"])
+
+    def control(self, control: dict) -> dict:
+        """The same control read again (its value now)."""
+        return next(c for c in self.controls() if c["kind"] == control["kind"] and c["n"] == control["n"])
 
     def change(self, control: dict, how: str) -> str:
         """Change one control as a person does; return a description of what was done."""

@@ -115,7 +115,7 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     for e in snap.errors:
         if len(e.strip().splitlines()) > 2:
             problems.append(f"after Interrupt the panel shows a {len(e.strip().splitlines())}-line traceback: {short(e)}")
-    slider = next(c for c in panel.controls() if c["label"] == slider["label"])
+    slider = panel.control(slider)
     what = panel.change(slider, "key")
     after, secs = panel.wait_change(snap)
     panel.screenshot(shot("after-interrupt"))
@@ -139,7 +139,9 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
         ran_s = nb.run_all()
         problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
         panels = nb.panels()
-        assert panels, f"{chapter}: no widget panel found after Run All"
+        source = (ROOT / "labs" / chapter).read_text()
+        if "Panel(" in source or "widgets." in source:      # a chapter without panels is checked by Run All only
+            assert panels, f"{chapter}: no widget panel found after Run All"
         for panel in panels:
             name = f"ch{stem} panel {panel.index}"
 
