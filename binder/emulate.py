@@ -48,6 +48,8 @@ def requirements_here(path: str, out: str) -> list[str]:
     changes, lines = [], []
     for line in open(path):
         s = line.strip()
+        if not s or s.startswith("#"):
+            continue
         if s.startswith("--extra-index-url") or s.startswith("--index-url"):
             changes.append(f"dropped '{s}' (PyTorch's index cannot be reached from here)")
             continue

@@ -21,6 +21,7 @@ def short_idle():
 
 
 def test_idle_pool_releases_its_processes(short_idle):
+    netlab.shutdown()                                               # a pool of exactly 2 ranks
     netlab.set_idle_timeout(1.0)
     assert netlab.run(_rank, ranks=2).values == [0, 1]
     pids = pool_pids()
@@ -31,6 +32,7 @@ def test_idle_pool_releases_its_processes(short_idle):
 
 
 def test_busy_pool_is_not_released(short_idle):
+    netlab.shutdown()
     netlab.set_idle_timeout(0.5)
     assert netlab.run(_rank, 2.0, ranks=2, timeout=30).values == [0, 1]   # outlives the idle time
     pids = pool_pids()
