@@ -31,7 +31,7 @@ lab: install
 	OMP_NUM_THREADS=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=labs $(ROOT_FLAG)
 
 test: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q -rs
 
 bench: install
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/launch.py
