@@ -11,8 +11,8 @@ with the kernel idle. Upstream: jupyter/nbclient#312 and the fixes proposed in j
 and jupyter/jupyter_client#1059, all open. netlab's panels therefore never capture: they replace
 their Output's contents by assignment (``Output.outputs = ...``), to which nbclient sends nothing.
 
-Reference for the first test: the same cell, with nbclient re-arming the wake-up after each send,
-finishes in the time the work takes; the stall is the lost wake-up, not slow work.
+The panel test is deterministic: it counts what nbclient sends back (the old ``interactive_output``
+panels made it send, these must not), rather than waiting for the race to be lost.
 """
 import time
 
@@ -20,14 +20,7 @@ import pytest
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
-zmq = pytest.importorskip("zmq")
 from nbclient.output_widget import OutputWidget  # noqa: E402
-
-NEW_OUTPUT = "import ipywidgets as w\nfrom IPython.display import display\nout = w.Output()\ndisplay(out)"
-# 20 captured outputs of 200 kB: nbclient resends the whole list each time (42 MB in all), so the
-# execute_reply arrives while it is still busy answering them
-CAPTURE = "with out:\n    for i in range(20):\n        display({'text/plain': str(i % 10) * 200_000}, raw=True)"
-
 
 def run_headless(cells, timeout):
     """Execute cells with a stock nbclient; return (seconds per cell, nbclient's widget state)."""
@@ -54,26 +47,6 @@ def shell_sends(monkeypatch):
 
     monkeypatch.setattr(OutputWidget, "send", send)
     return sent
-
-
-@pytest.mark.slow
-def test_output_capture_stalls_nbclient_until_the_timeout(shell_sends, monkeypatch):
-    """The trigger, without netlab: a cell capturing output into an Output widget."""
-    timeout = 12
-    (_, capture), _ = run_headless([NEW_OUTPUT, CAPTURE], timeout)
-    assert shell_sends, "nbclient answered the captured outputs on the shell socket"
-    assert capture >= timeout - 0.5, (f"the capturing cell took {capture:.1f} s, not the {timeout} s timeout: "
-                                      "if nbclient/jupyter_client fixed the lost wake-up, update this note")
-
-    counted = OutputWidget.send
-
-    def send_and_rearm(self, *args, **kwargs):                  # the reference: the wake-up kept
-        counted(self, *args, **kwargs)
-        self.kernel_client.shell_channel.socket.get(zmq.EVENTS)  # on the asyncio socket: re-checks, re-arms
-
-    monkeypatch.setattr(OutputWidget, "send", send_and_rearm)
-    (_, rearmed), _ = run_headless([NEW_OUTPUT, CAPTURE], timeout)
-    assert rearmed < timeout - 0.5, f"with the wake-up re-armed the cell still took {rearmed:.1f} s"
 
 
 PANEL = '''
