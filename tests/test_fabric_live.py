@@ -100,3 +100,16 @@ def test_the_parameter_server_is_refused_with_a_clear_error():
 def test_bad_options_name_the_parameter(kwargs, parameter):
     with pytest.raises(ValueError, match=f"^{parameter}:"):
         Congestion(**kwargs)
+
+
+@pytest.mark.parametrize("transport, rto_min", [("reno", 0.2), ("reno", 2e-4), ("cubic", 0.2)])
+def test_real_ranks_give_the_model_scenarios_incast_exactly(transport, rto_min):
+    """Chapter 6's model incast (netlab.fabric.scenarios) and the same push on real gloo ranks: same round."""
+    from netlab.fabric import scenarios
+    from netlab.fabric.live import incast_on_ranks
+    model = scenarios.incast(senders=8, block=256 * 1024, bandwidth=1e9 / 8, buffer=32 * 1024, transport=transport,
+                             rto_min=rto_min, rounds=1)
+    spec = Congestion(transport, buffer=32 * 1024, rto_min=rto_min)
+    round_s, summary = incast_on_ranks(8, 256 * 1024, "1Gbit/s", "50us", spec)   # 2 links x 25 us, as the model
+    assert round_s == model.rounds[0]
+    assert summary["timeouts"] == model.summary()["timeouts"]

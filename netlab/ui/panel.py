@@ -14,6 +14,10 @@ Why a base class, and why it does not use pyplot or ``interactive_output``:
   thread is therefore handed to the main thread's event loop (``kernel.io_loop``), where the run
   executes with ``default_int_handler`` installed: Interrupt stops the ranks and the panel says so
   in one line. The same hand-off serialises panels with cells, which also run on the main thread.
+* **Headless runs.** A panel never captures into its Output (``with out:``, as ``interactive_output``
+  does): nbclient answers every captured output on the shell socket while it waits there for the
+  cell's reply, which can lose the reply's wake-up and stall the cell to its timeout (jupyter/nbclient
+  #312, jupyter_client#1059; ``tests/test_headless_stall.py``). Assigning ``out.outputs`` sends nothing back.
 * **Coalescing.** Several changes that arrive while a run is pending collapse into one run with
   the controls' latest values.
 
