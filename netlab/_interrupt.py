@@ -49,10 +49,25 @@ def _stop(signum, frame) -> None:  # noqa: ARG001 -- a signal handler's signatur
             cluster._close_all()
         except BaseException:  # noqa: BLE001
             pass
+    _stop_forkserver()                    # it may still be importing torch, which makes a cache folder
     rundir = sys.modules.get("netlab._rundir")
     if rundir is not None:
         rundir.remove_now()
     os._exit(code)
+
+
+def _stop_forkserver() -> None:
+    """Kill multiprocessing's fork server and reap it, so nothing writes into the driver's folder after
+    it is removed (a fork server still importing torch creates torch's compile-cache folder there)."""
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    if not pid:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass
 
 
 def install() -> None:

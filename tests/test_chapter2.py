@@ -21,7 +21,11 @@ def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
     assert sharded.trace.makespan == pytest.approx(plain.trace.makespan, rel=1e-9)
     for s, p in zip(sharded.values, plain.values):
         assert s["state_bytes"] * 4 == pytest.approx(p["state_bytes"], abs=16)    # 1/p, up to rounding
-        torch.testing.assert_close(s["params"], p["params"], rtol=1e-5, atol=1e-6)
+        # Adam's first step moves each weight by lr * g / (|g| + eps): for a gradient near zero the last-bit
+        # difference between a reduce-scatter's and an all-reduce's summation order is amplified up to lr
+        # (1e-3). One such weight in 85,002 moved 4.8e-6 on some CPUs; 1 % of lr bounds that, and a wrong
+        # shard (a different weight's gradient) would miss by about lr.
+        torch.testing.assert_close(s["params"], p["params"], rtol=1e-5, atol=1e-5)
 
 
 def test_ring_snapshots_show_the_textbook_states():
