@@ -5,54 +5,9 @@ import time
 
 import pytest
 
-from conftest import wait_gone
+from conftest import execute, outputs, shell_reply, wait_gone
 
 jupyter_client = pytest.importorskip("jupyter_client")
-
-
-def shell_reply(kc, msg_id, timeout=120):
-    """The shell reply to request `msg_id`, skipping replies to other requests.
-
-    Replies are not all to the request just sent: `wait_for_ready` sends a kernel_info_request
-    every second until one is answered (so a slow start leaves extra kernel_info_replies queued),
-    and an interrupted cell's reply may arrive late. Only `parent_header.msg_id` says whose it is.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"no shell reply to {msg_id} within {timeout} s")
-        msg = kc.get_shell_msg(timeout=left)
-        if msg["parent_header"].get("msg_id") == msg_id:
-            return msg
-
-
-def outputs(kc, msg_id, timeout=120):
-    """(stdout text, error names) that request `msg_id` produced on iopub, up to its idle status."""
-    out, errors = [], []
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"the kernel did not go idle after {msg_id} within {timeout} s")
-        msg = kc.get_iopub_msg(timeout=left)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream" and content["name"] == "stdout":
-            out.append(content["text"])
-        elif kind == "error":
-            errors.append(content["ename"])
-        elif kind == "status" and content["execution_state"] == "idle":
-            return "".join(out), errors
-
-
-def execute(kc, code, timeout=120):
-    """Run code in the kernel; return (status, stdout text, error name or None)."""
-    msg_id = kc.execute(code)
-    out, errors = outputs(kc, msg_id, timeout)
-    reply = shell_reply(kc, msg_id, timeout)
-    return reply["content"]["status"], out, errors[0] if errors else None
 
 
 @pytest.fixture

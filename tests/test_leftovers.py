@@ -14,7 +14,7 @@ import time
 import pytest
 
 import netlab
-from conftest import pool_pids, running, wait_gone
+from conftest import execute, pool_pids, running, wait_gone
 
 
 def start_child_then_hang(comm, pid_file):
@@ -62,23 +62,6 @@ DRIVER = textwrap.dedent("""
     print(*netlab.cluster._default.pids, res.values[1], _rundir.driver_dir(), flush=True)
     time.sleep(600)
 """)
-
-
-def execute(kc, code, timeout=120):
-    """Run code in a kernel; return (status, stdout text, error name)."""
-    msg_id = kc.execute(code)
-    out, ename = [], None
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            out.append(msg["content"]["text"])
-        elif msg["msg_type"] == "error":
-            ename = msg["content"]["ename"]
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    return kc.get_shell_msg(timeout=timeout)["content"]["status"], "".join(out), ename
 
 
 @pytest.fixture

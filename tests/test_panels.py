@@ -159,24 +159,7 @@ def test_the_pool_serialises_concurrent_users_even_when_it_must_grow():
 
 
 jupyter_client = pytest.importorskip("jupyter_client")
-
-
-def _execute(kc, code, timeout=120):
-    """Run code; return (status, stdout). Replies and output are matched to this request's msg_id."""
-    msg_id = kc.execute(code)
-    out = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            out.append(msg["content"]["text"])
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    while True:
-        reply = kc.get_shell_msg(timeout=timeout)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply["content"]["status"], "".join(out)
+from conftest import execute  # noqa: E402
 
 
 SLOW_PANEL = '''
@@ -208,12 +191,12 @@ def test_interrupt_stops_a_panel_whose_callback_came_from_another_thread():
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
-        status, out = _execute(kc, SLOW_PANEL)
+        status, out, _ = execute(kc, SLOW_PANEL)
         assert status == "ok" and out.strip() == "ran [0, 1]"
         time.sleep(3)                                 # the 300 s run is now on the main thread
         started = time.monotonic()
         km.interrupt_kernel()                         # what Kernel > Interrupt does
-        status, out = _execute(kc, "print(panel.text)\nprint(netlab.run(lambda c: c.rank * 2, ranks=2).values)")
+        status, out, _ = execute(kc, "print(panel.text)\nprint(netlab.run(lambda c: c.rank * 2, ranks=2).values)")
         assert time.monotonic() - started < 20
         assert status == "ok" and out.splitlines() == [INTERRUPTED, "[0, 2]"]
     finally:
