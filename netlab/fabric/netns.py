@@ -42,6 +42,8 @@ import signal
 import subprocess
 import threading
 
+from .._rundir import _alive as _pid_alive   # the same liveness rule as the driver folders
+
 NETNS_DIR = "/var/run/netns"
 PREFIX = "nl-"                              # every namespace this module creates: nl-<pid>-<k>-<role>
 SUBNET = "10.77.0"                          # private addresses, only inside the namespaces
@@ -106,16 +108,6 @@ def read_counters(ns: str) -> dict[str, int]:
     return out
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _delete_namespace(name: str) -> None:
     """Kill what still runs inside (processes this module's users started there), then delete."""
     pids = _run(["ip", "netns", "pids", name], check=False).stdout.split()
@@ -140,7 +132,7 @@ def sweep_stale() -> list[str]:
     gone = []
     for name in ours():
         m = re.match(PREFIX + r"(\d+)-", name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not _pid_alive(int(m.group(1)), ""):
             _delete_namespace(name)
             gone.append(name)
     return gone
