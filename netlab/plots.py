@@ -74,6 +74,11 @@ def _axes(ax, figsize):
     return fig, ax
 
 
+def _below(ax, inches: float) -> float:
+    """`inches` below the axes, in axes fraction (a legend under the x label, whatever the axes' height)."""
+    return inches / max(ax.get_position().height * ax.figure.get_figheight(), 1e-3)
+
+
 def _scale(seconds: float) -> tuple[float, str]:
     for factor, unit in ((1, "s"), (1e3, "ms"), (1e6, "us")):
         if seconds * factor >= 1:
@@ -81,39 +86,58 @@ def _scale(seconds: float) -> tuple[float, str]:
     return 1e9, "ns"
 
 
-def timeline(trace: Trace, ax=None, title: str | None = None, span_s: float | None = None):
+def timeline(trace: Trace, ax=None, title: str | None = None, span_s: float | None = None,
+             step: tuple[float, float] | None = None):
     """One row per rank: compute (blue), sending (orange, upper half), receiving (green, lower half).
 
     span_s: the time axis runs from 0 to span_s (seconds) in the unit it suggests, so a breakdown
-    drawn with the same span lines up with it (default: the trace's makespan)."""
+    drawn with the same span lines up with it (default: the trace's makespan).
+    step: (compute_s, comm_s) of the whole step, drawn as a first row "step" above the ranks, with
+    each part's share written in it: the breakdown and the timeline on one time axis."""
+    own = ax is None                              # a caller's axes: the caller lays the figure out once
     fig, ax = _axes(ax, (9, 0.45 * trace.world_size + 1.2))
     span_s = span_s or trace.makespan or 1.0
     factor, unit = _scale(span_s)
     ax.set_xlim(0, span_s * factor)
-    for r in range(trace.world_size):
-        ax.broken_barh([(0, trace.clocks[r] * factor)], (r - 0.4, 0.8), color=COLORS["idle"], zorder=0)
+    for r in range(trace.world_size):             # one collection per rank and kind: cheap to draw
+        spans = {"compute": [], "send": [], "recv": []}
         for e in trace.of(r):
-            if e.kind == "compute":
-                ax.broken_barh([(e.start * factor, (e.end - e.start) * factor)], (r - 0.4, 0.8),
-                               color=COLORS["compute"], zorder=1)
-            elif e.kind in ("send", "recv"):
-                lo = r - 0.4 if e.kind == "send" else r
-                ax.broken_barh([(e.start * factor, (e.end - e.start) * factor)], (lo, 0.4),
-                               color=COLORS[e.kind], zorder=2, edgecolor="white", linewidth=0.3)
-    ax.set_yticks(range(trace.world_size), [f"rank {r}" for r in range(trace.world_size)])
+            if e.kind in spans:
+                spans[e.kind].append((e.start * factor, (e.end - e.start) * factor))
+        ax.broken_barh([(0, trace.clocks[r] * factor)], (r - 0.4, 0.8), color=COLORS["idle"], zorder=0)
+        if spans["compute"]:
+            ax.broken_barh(spans["compute"], (r - 0.4, 0.8), color=COLORS["compute"], zorder=1)
+        for kind, lo in (("send", r - 0.4), ("recv", r)):
+            if spans[kind]:
+                ax.broken_barh(spans[kind], (lo, 0.4), color=COLORS[kind], zorder=2, edgecolor="white", linewidth=0.3)
+    ticks, labels = list(range(trace.world_size)), [f"rank {r}" for r in range(trace.world_size)]
+    if step is not None:
+        compute_s, comm_s = step
+        total, y = compute_s + comm_s, -1.3
+        for start, length, colour, name in ((0, compute_s, COLORS["compute"], "compute"),
+                                             (compute_s, comm_s, COLORS["send"], "communication")):
+            ax.broken_barh([(start * factor, length * factor)], (y - 0.45, 0.9), color=colour, zorder=1)
+            if total and length / (span_s or total) > 0.12:          # room for the words
+                ax.text((start + length / 2) * factor, y, f"{name} {length / total:.0%}", ha="center",
+                        va="center", color="white", fontsize=9, fontweight="bold", zorder=3)
+        ax.axhline(-0.7, color="#888888", linewidth=0.6)
+        ticks, labels = [y] + ticks, ["step"] + labels
+    ax.set_yticks(ticks, labels)
     ax.invert_yaxis()
     ax.set_xlabel(f"{'virtual' if trace.virtual else 'wall'} time ({unit})")
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[k]) for k in ("compute", "send", "recv", "idle")]
     ax.legend(handles, ["compute", "sending", "receiving", "waiting"], loc="upper center",
-              bbox_to_anchor=(0.5, -0.25 if trace.world_size < 6 else -0.12), ncol=4, frameon=False)
+              bbox_to_anchor=(0.5, -_below(ax, 0.42)), ncol=4, frameon=False)
     ax.set_title(title or "per-rank timeline")
-    fig.tight_layout()
+    if own:
+        fig.tight_layout()
     return fig
 
 
 def breakdown(compute_s: float, comm_s: float, ax=None, title: str = "one training step",
               span_s: float | None = None):
     """A single horizontal bar: compute then communication, with the share of each (span_s: as timeline's)."""
+    own = ax is None
     fig, ax = _axes(ax, (9, 1.6))
     total = compute_s + comm_s
     span_s = span_s or total or 1.0
@@ -124,9 +148,10 @@ def breakdown(compute_s: float, comm_s: float, ax=None, title: str = "one traini
             label=f"communication {comm_s / total:.0%}" if total else "communication")
     ax.set_yticks([])
     ax.set_xlabel(f"time ({unit})")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -_below(ax, 0.42)), ncol=2, frameon=False)
     ax.set_title(title)
-    fig.tight_layout()
+    if own:
+        fig.tight_layout()
     return fig
 
 

@@ -39,6 +39,12 @@ def test_chapter1_panel_shares_one_time_axis_and_takes_samples_per_device():
     panel = StepPanel(ranks=2, batch=64)
     assert panel.last.setup["batch_per_rank"] == 64
     text, fig = panel.render(ranks=2, bandwidth="10Gbit/s", latency="5us", width=128, batch=16, device="cpu-core")
-    top, bottom = fig.axes[0], fig.axes[1]
-    assert top.get_xlim() == bottom.get_xlim() and top.get_xlabel().split("(")[1] == bottom.get_xlabel().split("(")[1]
+    (ax,) = fig.axes                         # the step's split is the first row of the timeline's axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["step", "rank 0", "rank 1"]
+    span = max(panel.last.total_s, panel.last.trace.makespan)
+    factor = {"s": 1, "ms": 1e3, "us": 1e6}[ax.get_xlabel().split("(")[1].rstrip(")")]
+    assert ax.get_xlim() == (0, span * factor)
+    shares = sorted(t.get_text() for t in ax.texts)            # the split's shares, written in its bars
+    assert shares and all(t.split()[0] in ("compute", "communication") for t in shares)
     assert "16 samples" in text and all(len(line) <= 100 for line in text.splitlines())

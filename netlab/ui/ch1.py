@@ -24,6 +24,7 @@ BATCHES = [8, 16, 32, 64, 128]          # samples (tokens) per device per step; 
 
 class StepPanel(Panel):
     min_height = "520px"                       # no jumping while a new figure is drawn
+    tight = False                              # render() lays the figure out itself
 
     def __init__(self, ranks: int = 4, bandwidth: str = "10Gbit/s", latency: str = "5us", width: int = 512,
                  device: str = "cpu-core", max_width: int = 3500, batch: int = 32):
@@ -48,10 +49,13 @@ class StepPanel(Panel):
                 f"  step {fmt_time(r.total_s)} = compute {fmt_time(r.compute_s)} + communication "
                 f"{fmt_time(r.comm_s)}\n  {r.comm_s / r.total_s:.0%} of the step waits on the network; "
                 f"communication / compute = {r.comm_s / r.compute_s:.3g}")
-        fig = new_figure(9, 1.6 + 0.42 * ranks + 2.2)
-        axes = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, max(2, 0.42 * ranks)]})
-        span = max(r.total_s, r.trace.makespan)                 # one time axis, one unit, for both
-        plots.breakdown(r.compute_s, r.comm_s, ax=axes[0], span_s=span)
-        plots.timeline(r.trace, ax=axes[1], span_s=span)
-        axes[0].tick_params(labelbottom=True)
+        # One axes, laid out in inches (no tight_layout, no tight crop): the step's split and every
+        # rank's timeline on one time axis, and the fewest draws per change, which is most of its time.
+        rows, top, bottom = 0.42 * (ranks + 1.3), 0.35, 0.95
+        height = top + max(1.2, rows) + bottom
+        fig = new_figure(9, height)
+        ax = fig.subplots()
+        fig.subplots_adjust(left=0.9 / 9, right=1 - 0.25 / 9, top=1 - top / height, bottom=bottom / height)
+        plots.timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
+                       title="one training step: its split (top) and each rank's timeline")
         return text, fig
