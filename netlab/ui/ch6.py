@@ -1,8 +1,9 @@
 """Chapter 6's panel: senders, block size, bandwidth, buffer, transport, ECN threshold, PFC and RTOmin;
 each change runs an incast round in the packet fabric and draws the flows' rates and the queue.
 
-Drawing goes to a new ``matplotlib.figure.Figure`` per answer (no pyplot state: the callback may run
-on another kernel thread). ``last`` keeps the latest run for tests.
+Built on :class:`netlab.ui.panel.Panel` like every chapter's panel: a new ``Figure`` per answer (no
+pyplot state: the callback may run on another kernel thread), shown by replacing the output's
+contents. ``last`` keeps the latest run for tests.
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from ..fabric import ECN, PFC, incast
 from ..fabric.figures import draw_run
 from ..fabric.scenarios import default_ecn, headroom
 from ..units import fmt_time, parse_bandwidth, parse_bytes, parse_time
+from .panel import LAYOUT, STYLE, Panel, new_figure, slider
 
 TRANSPORTS = ["reno", "cubic", "dctcp", "dcqcn", "ideal"]
+MARKED = ("dctcp", "dcqcn")                   # the transports that react to ECN marks
 
 
 def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min, rounds=1):
@@ -37,48 +40,47 @@ def describe(run) -> str:
             f"simulated in {s['wall_s']:.2f} s")
 
 
-class CongestionPanel:
+class CongestionPanel(Panel):
+    """One incast round per change, on the chapter's :class:`Panel` (figure replaced, never appended;
+    Kernel > Interrupt stops a long simulation); the ECN threshold is greyed out for transports that
+    ignore marks."""
+
+    min_height = "470px"
+
     def __init__(self, senders=16, block="256K", bandwidth="1Gbit/s", buffer="64K", transport="reno",
                  ecn_k="default", pfc=False, rto_min="200ms"):
-        style, layout = {"description_width": "110px"}, widgets.Layout(width="420px")
-        self.controls = {
-            "senders": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32], value=senders, description="senders",
-                                               continuous_update=False, style=style, layout=layout),
-            "block": widgets.SelectionSlider(options=["16K", "64K", "256K", "1M"], value=block, description="block",
-                                             continuous_update=False, style=style, layout=layout),
+        style = {"description_width": "110px"}
+        controls = {
+            "senders": slider(widgets.SelectionSlider, options=[1, 2, 4, 8, 16, 32], value=senders,
+                              description="senders"),
+            "block": slider(widgets.SelectionSlider, options=["16K", "64K", "256K", "1M"], value=block,
+                            description="block"),
             "bandwidth": widgets.ToggleButtons(options=["1Gbit/s", "10Gbit/s"], value=bandwidth,
                                                description="bandwidth", style=style),
-            "buffer": widgets.SelectionSlider(options=["16K", "32K", "64K", "128K", "256K", "1M", "4M"], value=buffer,
-                                              description="buffer", continuous_update=False, style=style, layout=layout),
+            "buffer": slider(widgets.SelectionSlider, options=["16K", "32K", "64K", "128K", "256K", "1M", "4M"],
+                             value=buffer, description="buffer"),
             "transport": widgets.ToggleButtons(options=TRANSPORTS, value=transport, description="transport", style=style),
             "ecn_k": widgets.Dropdown(options=["default", "5K", "15K", "30K", "60K", "100K"], value=ecn_k,
-                                      description="ECN K", style=style, layout=layout),
+                                      description="ECN K", style=STYLE, layout=widgets.Layout(**LAYOUT)),
             "pfc": widgets.Checkbox(value=pfc, description="PFC (lossless)", style=style),
             "rto_min": widgets.ToggleButtons(options=["200ms", "10ms", "1ms", "200us"], value=rto_min,
                                              description="RTOmin", style=style),
         }
-        self.last = None
-        self.out = widgets.interactive_output(self.update, self.controls)
-        self.out.layout.min_height = "430px"
-        left = widgets.VBox([self.controls[n] for n in ("senders", "block", "buffer", "ecn_k")])
-        right = widgets.VBox([self.controls[n] for n in ("bandwidth", "transport", "rto_min", "pfc")])
-        self.widget = widgets.VBox([widgets.HBox([left, right]), self.out])
+        controls["transport"].observe(lambda change: self._enable(change["new"]), names="value")
+        self.controls = controls
+        self._enable(transport)
+        left = widgets.VBox([controls[n] for n in ("senders", "block", "buffer", "ecn_k")])
+        right = widgets.VBox([controls[n] for n in ("bandwidth", "transport", "rto_min", "pfc")])
+        super().__init__(controls, layout=widgets.HBox([left, right]))
+
+    def _enable(self, transport):
+        self.controls["ecn_k"].disabled = transport not in MARKED      # Reno, CUBIC, ideal ignore ECN marks
 
     def figure(self, run) -> Figure:
-        fig = Figure(figsize=(10, 4.6))
+        fig = new_figure(10, 4.6)
         return draw_run(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}")
 
-    def update(self, **setting):
-        from IPython.display import display
-        try:
-            run = run_setting(**setting)
-        except ValueError as exc:
-            print(f"cannot run this setting: {exc}")
-            return
+    def render(self, **setting):
+        run = run_setting(**setting)          # a ValueError is shown as "cannot run this setting: ..."
         self.last = run
-        print(describe(run))
-        display(self.figure(run))
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        return describe(run), self.figure(run)
