@@ -2,10 +2,14 @@
 
     .venv/bin/python benchmarks/stress_notebooks.py                 # 20 runs, load 4x cores
     .venv/bin/python benchmarks/stress_notebooks.py --runs 3 --load 2 --chapters 01 02
+    .venv/bin/python benchmarks/stress_notebooks.py --parallel 4 --load 1   # 4 chapters at once
 
 What it does: starts `load` x (number of cores) busy-loop processes, then executes each chapter in
 labs/ with a stock nbclient (CI=1, a fresh kernel per chapter, the kernel JupyterLab would start)
-`runs` times. A *stall* is a cell whose execute_reply came more than --stall-gap seconds after the
+`runs` times; with --parallel N, N executions at once (each in its own process and kernel), so the
+chapters themselves are part of the load and 20 runs take hours less than one at a time. It samples
+the load average every 5 s and reports it: the claim "under a load of 4x the cores" is that figure.
+A *stall* is a cell whose execute_reply came more than --stall-gap seconds after the
 kernel went idle for it, or never came (the cell reached --timeout), or whose idle status never
 came: the kernel had finished and the client did not see it. That is the signature of the lost wake-up described in
 tests/test_headless_stall.py; a cell that is merely slow under load goes idle and replies together.
@@ -29,7 +33,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
@@ -151,11 +157,15 @@ def main(argv=None):
                         help="a reply this many seconds after the kernel went idle is a stall (default 5)")
     parser.add_argument("--slow-after", type=float, default=120.0,
                         help="list cells slower than this many seconds (default 120)")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="chapter executions at once, each with its own kernel (default 1)")
     parser.add_argument("--chapters", nargs="*", default=[], help="chapter prefixes, e.g. 01 04 (default: all)")
     args = parser.parse_args(argv)
     for name in ("runs", "timeout", "stall_gap", "slow_after"):
         if not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')}: must be greater than zero")
+    if args.parallel < 1:
+        parser.error("--parallel: must be at least 1")
     if args.load < 0:
         parser.error("--load: must be zero or more")
     chapters = [p for p in sorted(LABS.glob("*.ipynb")) if not args.chapters or p.name[:2] in args.chapters]
@@ -168,17 +178,26 @@ def main(argv=None):
     burners = [mp.Process(target=burn, daemon=True) for _ in range(round(args.load * cores))]
     for b in burners:
         b.start()
-    print(f"{len(burners)} busy processes on {cores} cores; {args.runs} run(s) of {len(chapters)} chapter(s); "
+    print(f"{len(burners)} busy processes on {cores} cores; {args.runs} run(s) of {len(chapters)} chapter(s), "
+          f"{args.parallel} at once; "
           f"cell timeout {args.timeout:g} s; a stall: reply > {args.stall_gap:g} s after idle", flush=True)
-    results = []
+    results, loads, done = [], [], threading.Event()
+
+    def sample_load():
+        while not done.wait(5):
+            loads.append(os.getloadavg()[0])
+    threading.Thread(target=sample_load, daemon=True).start()
+    jobs = [(run, path) for run in range(1, args.runs + 1) for path in chapters]
     try:
-        for run in range(1, args.runs + 1):
-            for path in chapters:
-                r = run_chapter(path, args.timeout, args.stall_gap, args.slow_after)
+        with ProcessPoolExecutor(args.parallel, mp_context=mp.get_context("spawn")) as pool:
+            futures = {pool.submit(run_chapter, path, args.timeout, args.stall_gap, args.slow_after): run
+                       for run, path in jobs}
+            for future in as_completed(futures):
+                run, r = futures[future], future.result()
                 results.append(r)
                 flag = " STALL" if r["stalls"] else ""
                 slow = "".join(f"  (cell {i}: {s:.0f} s)" for i, s in r["slow"])
-                print(f"run {run:2d} {r['chapter']:<32} {r['wall_s']:7.1f} s"
+                print(f"run {run:2d} {r['chapter']:<32} {r['wall_s']:7.1f} s  load {os.getloadavg()[0]:5.1f}"
                       f"{'  ' + r['error'].splitlines()[0] if r['error'] else ''}{flag}{slow}", flush=True)
                 for s in r["stalls"]:
                     took = "no reply" if s["seconds"] is None else f"{s['seconds']:.1f} s"
@@ -187,6 +206,7 @@ def main(argv=None):
                     for line in s.get("diagnosis", []):
                         print(line, flush=True)
     finally:
+        done.set()
         for b in burners:
             b.terminate()
         for b in burners:
@@ -201,6 +221,10 @@ def main(argv=None):
               f"{sum(len(r['slow']) for r in rs):10d}")
     stalls = sum(len(r["stalls"]) for r in results)
     failures = sum(bool(r["error"]) for r in results)
+    if loads:
+        print(f"load average (1 min) during the runs: mean {statistics.mean(loads):.1f}, "
+              f"min {min(loads):.1f}, max {max(loads):.1f} on {cores} cores "
+              f"(mean {statistics.mean(loads) / cores:.1f}x the cores)")
     print(f"total: {len(results)} chapter runs, {failures} failure(s), {stalls} stall(s)")
     return 1 if stalls or failures else 0
 
