@@ -90,6 +90,17 @@ def measure(ranks: int, sizes, bandwidth: str, latency: str, algos=FLAT) -> list
     return [row for algo in algos for row in bench("allreduce", algo, ranks, sizes, net)]
 
 
+def _runs(best: dict) -> list[str]:
+    """{size: fastest algorithm} as runs of sizes: ["recursive_doubling 1K-64K", "halving_doubling 256K-256M"]."""
+    runs: list[list] = []
+    for size, algo in best.items():
+        if runs and runs[-1][0] == algo:
+            runs[-1][2] = size
+        else:
+            runs.append([algo, size, size])
+    return [f"{a} {lo}" if lo == hi else f"{a} {lo}-{hi}" for a, lo, hi in runs]
+
+
 class CollectivePanel(Panel):
     """World size, message size, bandwidth, latency, algorithm -> time, formula, busbw, and the curves."""
 
@@ -119,7 +130,7 @@ class CollectivePanel(Panel):
             f"  measured {fmt_time(row['time_s'])} (virtual), formula {fmt_time(row['predicted_s'])}",
             f"  algbw {row['algbw_GBps']:.2f} GB/s, busbw {row['busbw_GBps']:.2f} GB/s "
             f"(link {net.nic.bandwidth / 1e9:g} GB/s; GB = 1e9 B)",
-            "  fastest: " + ", ".join(f"{s}: {a}" for s, a in best.items())])
+            "  fastest: " + ", ".join(_runs(best))])
         cross = {"ring = recursive doubling": cost.crossover("allreduce", "ring", "recursive_doubling", ranks, net)}
         fig = new_figure(7.5, 4.2)
         plots.time_vs_size(rows, ax=fig.subplots(), crossovers=cross)
