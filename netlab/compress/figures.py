@@ -5,10 +5,17 @@ redraw into one Output without leaking figures.
 """
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 
 from ..plots import label_lines, method_style
 from .pays import bandwidth_label, crossover
+
+
+def _short(label: str) -> str:
+    """A method's label without DGC's warm-up length (a detail of the run, not of the method)."""
+    return re.sub(r", warmup_steps=\d+", "", label)
 
 
 def _name(r) -> str:
@@ -79,7 +86,7 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
                 a.plot(*base, color="black", ls="--", lw=1.5)
             a.plot(*points(lab), color=style["color"], marker=style["marker"], ls="-", ms=3, lw=1.5)
             _crossover_line(a, rows, lab, baseline_label, style["color"])
-            a.set_title(lab.replace("ratio=", "").replace(", warmup_steps=40", ""), fontsize=9, color=style["color"])
+            a.set_title(_short(lab.replace("ratio=", "")), fontsize=9, color=style["color"])
             a.set(xscale="log", yscale="log")
             a.grid(alpha=0.3, which="both")
         for a in list(axes.flat)[len(labels):]:
@@ -157,7 +164,7 @@ def method_grid(rows, baseline, x: str = "step", columns: int = 4):
                 label="no EF" + (" (diverged)" if plain.diverged is not None else ""))
         if ef is not plain:
             ax.plot(xs(ef), ef.accuracy, color=colour, lw=1.8, label="EF" + (" (diverged)" if ef.diverged is not None else ""))
-        ax.set_title(row["method"].replace(", warmup_steps=40", ""), fontsize=9, color=colour)
+        ax.set_title(_short(row["method"]), fontsize=9, color=colour)
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
         ax.legend(frameon=False, fontsize=7, loc="lower right")

@@ -136,7 +136,7 @@ def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_f
         raise ValueError(f"options: {method} does not take {', '.join(options)} ({exc})") from None
     net = make_network(bandwidth, latency)
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
-    eval_every = eval_every or max(1, steps // 20)
+    eval_every = eval_every or max(3, steps // 20)        # about 20 points a curve; at least 3 steps apart
     encode_s = decode_s = 0.0
     if sync_factory is None:
         encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, error_feedback, codec, **options)
