@@ -55,6 +55,7 @@ def label_lines(ax, lines: dict, fontsize: float = 8, min_gap: float = 0.045):
 
     lines: name -> (xs, ys, colour). Works on log or linear axes (positions in display space).
     """
+    ax.get_xlim(), ax.get_ylim()          # bring autoscaled limits up to date: transData is stale until then
     ends = []
     for name, (xs, ys, colour) in lines.items():
         if len(xs):

@@ -48,3 +48,21 @@ def test_chapter1_panel_shares_one_time_axis_and_takes_samples_per_device():
     shares = sorted(t.get_text() for t in ax.texts)            # the split's shares, written in its bars
     assert shares and all(t.split()[0] in ("compute", "communication") for t in shares)
     assert "16 samples" in text and all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_line_labels_stay_beside_their_lines_whatever_the_data_range():
+    # label_lines once placed labels with the axes' stale (0, 1) limits: times in microseconds put the
+    # labels 70 axes-heights up and chapter 2's figure came out 20,593 px tall
+    import io
+    from PIL import Image
+    rows = [{"algo": a, "ranks": p, "predicted_s": k * p * 1e-6, "time_s": k * p * 1e-6}
+            for a, k in (("ring", 10), ("tree", 5)) for p in (2, 4, 8)]
+    fig = plots.time_vs_ranks(rows)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    width, height = Image.open(io.BytesIO(buf.getvalue())).size
+    assert height < 1.2 * fig.get_figheight() * 100, (width, height)
+    ax = fig.axes[0]
+    ends = {t.get_text(): t.xyann[1] if hasattr(t, "xyann") else t.get_position()[1] for t in ax.texts}
+    assert set(ends) == {"ring", "tree"} and all(0 <= y <= 1.1 for y in ends.values())
+    plt.close(fig)
