@@ -69,7 +69,8 @@ class CongestionPanel(Panel):
         controls["transport"].observe(lambda change: self._enable(change["new"]), names="value")
         self.controls = controls
         self._enable(transport)
-        left = widgets.VBox([controls[n] for n in ("senders", "block", "buffer", "ecn_k")])
+        left = widgets.VBox([controls[n] for n in ("senders", "block", "buffer", "ecn_k")],   # readouts visible
+                            layout=widgets.Layout(width="480px", flex="0 0 480px"))
         right = widgets.VBox([controls[n] for n in ("bandwidth", "transport", "rto_min", "pfc")])
         super().__init__(controls, layout=widgets.HBox([left, right]))
 
