@@ -64,11 +64,16 @@ def main(argv=None) -> int:
                         area = cells.nth(cell["index"]).locator(".jp-OutputArea-child").nth(k)
                         area.scroll_into_view_if_needed()
                         box = area.bounding_box()
-                        if not box or box["height"] > 3 * VIEWPORT["height"]:     # not laid out: skip, say so
+                        if not box or box["height"] > 8 * VIEWPORT["height"]:     # not laid out: skip, say so
                             wide.append(f"cell {cell['index']} output {k} (not laid out: {box})")
                             continue
-                        b.page.screenshot(path=str(folder / f"cell{cell['index']:02d}-{k}.png"), clip=box,
-                                          full_page=True)
+                        tall = box["height"] > VIEWPORT["height"] - 150      # a taller window, same width
+                        if tall:
+                            b.page.set_viewport_size({**VIEWPORT, "height": int(box["height"]) + 300})
+                            area.scroll_into_view_if_needed()
+                        area.screenshot(path=str(folder / f"cell{cell['index']:02d}-{k}.png"))
+                        if tall:
+                            b.page.set_viewport_size(VIEWPORT)
                         saved += 1
             errors = nb.errors()
             print(f"{chapter:36s} {saved:3d} outputs saved in {folder}"
