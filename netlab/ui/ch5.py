@@ -2,7 +2,7 @@
 watch the simulated all-reduce, its bottleneck link, and the fabric drawn with each link's load.
 
 Every answer is a simulator run (``netlab.sim``) of the same schedules the real ranks execute;
-a 1,024-rank ring takes a fraction of a second, 4,096 ranks about a second on 2 cores.
+a 1,024-rank ring takes 0.7 s and 4,096 ranks 3.3 s on 2 cores, figure included (measured on an idle machine).
 """
 from __future__ import annotations
 
