@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 import time
 
@@ -7,6 +8,11 @@ import psutil
 import pytest
 
 matplotlib.use("Agg")
+# A suite started in the background (`make test &`, nohup, a non-interactive `cmd &`) inherits SIGINT and
+# SIGHUP ignored, and so would every driver it starts: the Ctrl-C and killed-driver tests would then
+# test the shell, not netlab. Give this process, and through it its children, the default handling.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 sys.path.insert(0, os.path.dirname(__file__))          # tests/solutions: reference answers
 
 import netlab  # noqa: E402
