@@ -1,0 +1,37 @@
+"""Wall time of each chapter run top to bottom with nbclient, and its slowest cells.
+
+    .venv/bin/python benchmarks/notebook_times.py labs/0*.ipynb          # CI sizes (CI=1)
+    .venv/bin/python benchmarks/notebook_times.py --full labs/04_gradient_compression.ipynb
+    TOP=8 .venv/bin/python benchmarks/notebook_times.py labs/04_gradient_compression.ipynb
+
+Each chapter must run in under a minute at CI sizes on an idle 2-core machine; run this on an idle
+machine to check it (a loaded one measures the load).
+"""
+import os
+import sys
+import time
+
+import nbformat
+from nbclient import NotebookClient
+
+full = "--full" in sys.argv
+nbs = [a for a in sys.argv[1:] if a.endswith(".ipynb")]
+if not nbs:
+    sys.exit(__doc__)
+if not full:
+    os.environ["CI"] = "1"
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+for path in nbs:
+    nb = nbformat.read(path, 4)
+    starts, secs = {}, {}
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": os.path.dirname(path)}},
+        on_cell_execute=lambda cell, cell_index: starts.__setitem__(cell_index, time.monotonic()),
+        on_cell_executed=lambda cell, cell_index, execute_reply: secs.__setitem__(
+            cell_index, time.monotonic() - starts[cell_index]))
+    t = time.monotonic()
+    client.execute()
+    total = time.monotonic() - t
+    slow = sorted(secs.items(), key=lambda kv: -kv[1])[:int(os.environ.get("TOP", 3))]
+    print(f"{os.path.basename(path):36s} {total:6.1f} s   slowest cells: "
+          + ", ".join(f"[{i}] {s:.1f}s" for i, s in slow), flush=True)
