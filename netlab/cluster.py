@@ -235,6 +235,7 @@ class Cluster:
             try:
                 timed = dataclasses.replace(network, congestion=fabric.congestion)
                 result = self._run(cloudpickle.dumps((fn, args, kwargs, timed, device)), n, network, timeout)
+                fabric.settle()
             finally:
                 fabric.close()
             if fabric.error is not None:

@@ -77,12 +77,13 @@ def test_a_lossy_incast_is_deterministic_and_pays_for_its_drops():
     burners = [mp.get_context("fork").Process(target=_burn, args=(30,)) for _ in range(2)]
     for p in burners:
         p.start()
-    try:
-        second = netlab.run(_incast, 128 * 1024, ranks=9, network=net)
+    try:                                  # before settle() the event count differed in about half these runs
+        again = [netlab.run(_incast, 128 * 1024, ranks=9, network=net) for _ in range(4)]
     finally:
         for p in burners:
             p.terminate()
-    assert first.values == second.values and first.fabric == second.fabric
+    for second in again:
+        assert first.values == second.values and first.fabric == second.fabric
     assert first.fabric["drops"] > 0 and first.fabric["retransmissions"] >= first.fabric["drops"]
     assert first.values[0] > 8 * 128 * 1024 / (1e9 / 8)                      # slower than the wire allows
 

@@ -187,6 +187,14 @@ class Coordinator:
         self._thread.start()
         return self
 
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait for the fabric to finish after every rank reported done (its last events and summary).
+
+        A rank reports done before it returns its result, so the launcher can hold every result while
+        this thread has yet to read the last reports; without this wait the summary's event count
+        depends on which came first."""
+        self._thread.join(timeout)
+
     def close(self) -> None:
         self._stop.set()
         try:
