@@ -66,3 +66,18 @@ def test_line_labels_stay_beside_their_lines_whatever_the_data_range():
     ends = {t.get_text(): t.xyann[1] if hasattr(t, "xyann") else t.get_position()[1] for t in ax.texts}
     assert set(ends) == {"ring", "tree"} and all(0 <= y <= 1.1 for y in ends.values())
     plt.close(fig)
+
+
+def test_a_panel_redrawing_into_its_kept_figure_draws_what_a_fresh_figure_draws():
+    # chapter 1 keeps a figure per node count; what the last change drew must not survive the next
+    from netlab.ui.ch1 import StepPanel
+    from netlab.ui.panel import png_bytes
+    kept = StepPanel(ranks=3, width=128)
+    settings = dict(ranks=3, latency="5us", width=128, batch=16, device="cpu-core")
+    kept.render(bandwidth="100Mbit/s", **settings)                   # a slow network: a long comm bar
+    again = png_bytes(kept.render(bandwidth="100Gbit/s", **settings)[1], 100, False)
+    fresh = StepPanel(ranks=3, width=128)
+    fresh._figures.clear()
+    assert again == png_bytes(fresh.render(bandwidth="100Gbit/s", **settings)[1], 100, False)
+    (ax,) = kept._figures[3][1].figure.axes
+    assert len(ax.collections) == len(fresh._figures[3][1].collections) and len(ax.texts) <= 2

@@ -29,6 +29,7 @@ class StepPanel(Panel):
     def __init__(self, ranks: int = 4, bandwidth: str = "10Gbit/s", latency: str = "5us", width: int = 512,
                  device: str = "cpu-core", max_width: int = 3500, batch: int = 32):
         self.samples = len(load("train")[1])         # one global batch must fit the training set
+        self._figures: dict = {}
         sizes = [(f"{fmt_bytes(grad_bytes(w))} (width {w})", w) for w in WIDTHS if w <= max_width]
         super().__init__({
             "ranks": slider(widgets.IntSlider, ranks, 1, MAX_RANKS, description="nodes"),
@@ -51,11 +52,15 @@ class StepPanel(Panel):
                 f"communication / compute = {r.comm_s / r.compute_s:.3g}")
         # One axes, laid out in inches (no tight_layout, no tight crop): the step's split and every
         # rank's timeline on one time axis, and the fewest draws per change, which is most of its time.
-        rows, top, bottom = 0.42 * (ranks + 1.3), 0.35, 0.95
-        height = top + max(1.2, rows) + bottom
-        fig = new_figure(9, height)
-        ax = fig.subplots()
-        fig.subplots_adjust(left=0.9 / 9, right=1 - 0.25 / 9, top=1 - top / height, bottom=bottom / height)
+        # A figure per node count, kept: the next change at that count redraws into the same axes.
+        if ranks not in self._figures:
+            rows, top, bottom = 0.42 * (ranks + 1.3), 0.35, 0.95
+            height = top + max(1.2, rows) + bottom
+            fig = new_figure(9, height)
+            ax = fig.subplots()
+            fig.subplots_adjust(left=0.9 / 9, right=1 - 0.25 / 9, top=1 - top / height, bottom=bottom / height)
+            self._figures[ranks] = fig, ax
+        fig, ax = self._figures[ranks]
         plots.timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
                        title="one training step: its split (top) and each rank's timeline")
         return text, fig
