@@ -66,3 +66,18 @@ def test_data_parallel_training_learns_the_digits():
     assert history["accuracy"][-1] > 0.9
     assert history["time_s"] == sorted(history["time_s"]) and history["time_s"][0] > 0
     assert math.isnan(res.values[1]["accuracy"][0])                  # only rank 0 evaluates
+
+
+def test_a_cached_initial_model_equals_a_fresh_one_and_leaves_the_rng_as_building_it_would():
+    torch.manual_seed(7)
+    reference = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    torch.manual_seed(7)
+    [torch.nn.Linear(64, 32), torch.nn.Linear(32, 10)]
+    after = torch.rand(4)                              # what the global RNG gives next, after building
+    for _ in range(2):                                 # the first call builds, the second copies
+        model = train.make_model(32, 1, seed=7)
+        assert torch.equal(torch.rand(4), after)
+        for mine, theirs in zip(model.parameters(), reference.parameters()):
+            assert torch.equal(mine, theirs)
+        with torch.no_grad():
+            model[0].weight += 1                       # a caller's change never reaches the next copy
