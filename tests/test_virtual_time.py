@@ -132,3 +132,22 @@ def test_mismatched_sizes_give_a_clear_error():
             comm.recv(torch.zeros(12), 0)
     with pytest.raises(netlab.RankError, match="expected 48 bytes but rank 0 sent 40 bytes"):
         netlab.run(mismatch, ranks=2, network=NET)
+
+
+def _exchange(comm, n, dtype):
+    # both directions at once, every dtype the lab sends: payloads at and past PACK_BYTES
+    mine = (torch.arange(n) * (comm.rank + 1)).to(dtype)
+    theirs = torch.empty(n, dtype=dtype)
+    comm.sendrecv(mine, 1 - comm.rank, theirs, 1 - comm.rank)
+    return theirs, comm.now()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool, torch.float64])
+def test_packed_and_separate_headers_deliver_the_same_bytes_at_the_same_times(dtype):
+    from netlab.comm import PACK_BYTES
+    size = torch.empty(0, dtype=dtype).element_size()
+    for n in (1, PACK_BYTES // size, PACK_BYTES // size + 1):         # packed, packed at the limit, separate
+        res = netlab.run(_exchange, n, dtype, ranks=2, network=NET)
+        for rank, (theirs, clock) in enumerate(res.values):
+            assert torch.equal(theirs, (torch.arange(n) * (2 - rank)).to(dtype))
+            assert clock == pytest.approx(ALPHA + n * size / BW, rel=1e-12)
