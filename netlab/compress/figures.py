@@ -9,7 +9,7 @@ import re
 
 import matplotlib.pyplot as plt
 
-from ..plots import label_lines, method_style
+from ..plots import label_lines, log_grid, method_style
 from .pays import bandwidth_label, crossover
 
 
@@ -87,8 +87,7 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
             a.plot(*points(lab), color=style["color"], marker=style["marker"], ls="-", ms=3, lw=1.5)
             _crossover_line(a, rows, lab, baseline_label, style["color"])
             a.set_title(_short(lab.replace("ratio=", "")), fontsize=9, color=style["color"])
-            a.set(xscale="log", yscale="log")
-            a.grid(alpha=0.3, which="both")
+            log_grid(a)
         for a in list(axes.flat)[len(labels):]:
             a.axis("off")
         for a in axes[-1]:
@@ -97,7 +96,10 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
             a.set_ylabel("step (ms, virtual)")
         fig.suptitle(f"step time against bandwidth; black dashed: fp32 all-reduce; "
                      f"{describe_codec(rows[0].get('codec', 'model'))}", fontsize=10)
-        fig.tight_layout()
+        # margins in inches, not tight_layout: its measuring pass was a third of this figure's time
+        w, h = fig.get_size_inches()
+        fig.subplots_adjust(left=0.75 / w, right=1 - 0.15 / w, bottom=0.55 / h, top=1 - 0.6 / h,
+                            wspace=0.12, hspace=0.3)
         return fig
     fig = ax.figure
     ends = {}
@@ -116,7 +118,7 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
                     color="grey", ha="center")
     ax.set(xscale="log", yscale="log", xlabel="bandwidth (Gbit/s, 1e9 bit/s)", ylabel="step time (ms, virtual)",
            title=f"when compression pays ({describe_codec(rows[0].get('codec', 'model'))})")
-    ax.grid(alpha=0.3, which="both")
+    log_grid(ax)
     label_lines(ax, ends)
     fig.tight_layout()
     return fig
@@ -158,21 +160,34 @@ def method_grid(rows, baseline, x: str = "step", columns: int = 4):
         return run.steps if x == "step" else [t * 1e3 for t in run.time_s]
     for ax, row in zip(axes.flat, rows):
         plain, ef = row["runs"]
-        ax.plot(xs(baseline), baseline.accuracy, "k--", lw=1, label="fp32")
+        ax.plot(xs(baseline), baseline.accuracy, "k--", lw=1)
         colour = method_style(row["method"])["color"]
-        ax.plot(xs(plain), plain.accuracy, color=colour, ls=":", lw=1.5,
-                label="no EF" + (" (diverged)" if plain.diverged is not None else ""))
+        ax.plot(xs(plain), plain.accuracy, color=colour, ls=":", lw=1.5)
         if ef is not plain:
-            ax.plot(xs(ef), ef.accuracy, color=colour, lw=1.8, label="EF" + (" (diverged)" if ef.diverged is not None else ""))
+            ax.plot(xs(ef), ef.accuracy, color=colour, lw=1.8)
+        diverged = [name for name, run in (("no EF", plain), ("EF", ef)) if run.diverged is not None]
+        if diverged:
+            ax.text(0.03, 0.9, f"{' and '.join(diverged)} diverged", transform=ax.transAxes, fontsize=7,
+                    color="#b00000", va="top")
         ax.set_title(_short(row["method"]), fontsize=9, color=colour)
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
-        ax.legend(frameon=False, fontsize=7, loc="lower right")
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
-    for ax in axes[-1]:
-        ax.set_xlabel("step" if x == "step" else "virtual time (ms)")
+    for column in range(columns):                        # under the lowest panel in use in each column
+        used = [ax for i, ax in enumerate(axes[:, column]) if i * columns + column < len(rows)]
+        if used:
+            used[-1].set_xlabel("step" if x == "step" else "virtual time (ms)")
     for ax in axes[:, 0]:
         ax.set_ylabel("test accuracy")
-    fig.tight_layout()
+    # one key for every panel (the same three kinds of line in each) and margins in inches: twelve
+    # legends and tight_layout's measuring pass were most of this figure's time
+    grey = "#555555"
+    fig.legend([plt.Line2D([], [], color="black", ls="--"), plt.Line2D([], [], color=grey, ls=":", lw=1.5),
+                plt.Line2D([], [], color=grey, lw=1.8)],
+               ["fp32 all-reduce", "compressed, no error feedback", "compressed, with error feedback"],
+               loc="upper center", ncol=3, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 1.0))
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=0.7 / w, right=1 - 0.15 / w, bottom=0.55 / h, top=1 - 0.45 / h,
+                        wspace=0.1, hspace=0.45)
     return fig

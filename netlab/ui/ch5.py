@@ -13,6 +13,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from .. import sim
+from ..plots import log_grid
 from ..net import draw, fabrics
 from ..net.topology import Host
 from ..units import fmt_bytes, fmt_time, parse_bytes
@@ -138,8 +139,8 @@ def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
                     ends[name] = (*zip(*p), colour)
         a.set_xscale("log", base=2)
         a.set_yscale("log")
+        log_grid(a)
         a.set_xlabel("ranks")
-        a.grid(alpha=0.3, which="both")
         if len(set(map(id, axes))) > 1:
             a.set_title(textwrap.fill(name, 34), fontsize=9, color=colour)
     axes[0].set_ylabel("busbw (GB/s, GB = 1e9 B)")
