@@ -48,11 +48,6 @@ class Trace:
         return [e for e in self.events if e.rank == rank and (kind is None or e.kind == kind)
                 and (label is None or e.label == label)]
 
-    def region_time(self, label: str) -> float:
-        """The longest time any rank spent inside regions with this label."""
-        return max((sum(e.end - e.start for e in self.of(r, "region", label))
-                    for r in range(self.world_size)), default=0.0)
-
     def summary(self) -> list[dict]:
         """Per rank: total, compute, communication (ports busy), idle fraction, bytes and messages."""
         rows = []

@@ -42,10 +42,6 @@ class Cast(Compressor):
     def decompress(self, payload):
         return payload.tensors[0].float()
 
-    def relative_bound(self) -> float:
-        """Largest relative rounding error for normal numbers: half a unit in the last place."""
-        return 2.0 ** -11 if self.dtype == torch.float16 else 2.0 ** -8
-
 
 class Int8(Compressor):
     """int8 codes with one scale shared by all ranks, and headroom so that sums never overflow."""

@@ -27,9 +27,6 @@ from ..net.presets import Device, device as make_device
 from . import check_method, make
 from .codec_cost import DEFAULT_CODEC, check_codec, codec_seconds
 
-CHAPTER = {"width": 128, "layers": 2, "batch": 32, "lr": 0.1, "momentum": 0.0}   # the chapter's setup
-
-
 def train_compressed(comm, method: str = "none", error_feedback: bool = False, steps: int = 300,
                      width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
                      seed: int = 0, eval_every: int = 10, encode_s: float = 0.0, decode_s: float = 0.0,

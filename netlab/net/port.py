@@ -40,5 +40,3 @@ class Port:
             self.starts.insert(i, start)
             self.ends.insert(i, end)
 
-    def busy(self) -> float:
-        return sum(e - s for s, e in zip(self.starts, self.ends))

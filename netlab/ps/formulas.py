@@ -46,8 +46,3 @@ def colocated_time(p: int, model_bytes: float, bandwidth: float) -> float:
 def byteps_time(p: int, k: int, model_bytes: float, bandwidth: float) -> float:
     """BytePS's optimum with k extra CPU summation servers beside p workers (k = 0: all-reduce)."""
     return 2 * p * (p - 1) * model_bytes / ((p * p + k * p - 2 * k) * bandwidth)
-
-
-def speedup_over_allreduce(p: int, k: int) -> float:
-    """How much faster the non-colocated PS is than all-reduce: 2(p-1)/p / max(1, p/k)."""
-    return allreduce_time(p, 1.0, 1.0) / ps_time(p, k, 1.0, 1.0)
