@@ -49,6 +49,18 @@ def wait_gone(pids, seconds: float = 10.0) -> list[int]:
 
 
 # ---- talking to a real Jupyter kernel (jupyter_client): every message matched by its request ----
+def _replies(get, msg_id, timeout, what):
+    """Messages from `get` (a channel's get_*_msg) whose parent is request `msg_id`, until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{what} {msg_id} within {timeout} s")
+        msg = get(timeout=left)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            yield msg
+
+
 def shell_reply(kc, msg_id, timeout=120):
     """The shell reply to request `msg_id`, skipping replies to other requests.
 
@@ -56,27 +68,13 @@ def shell_reply(kc, msg_id, timeout=120):
     every second until one is answered (so a slow start leaves extra kernel_info_replies queued),
     and an interrupted cell's reply may arrive late. Only `parent_header.msg_id` says whose it is.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"no shell reply to {msg_id} within {timeout} s")
-        msg = kc.get_shell_msg(timeout=left)
-        if msg["parent_header"].get("msg_id") == msg_id:
-            return msg
+    return next(_replies(kc.get_shell_msg, msg_id, timeout, "no shell reply to"))
 
 
 def outputs(kc, msg_id, timeout=120):
     """(stdout text, error names) that request `msg_id` produced on iopub, up to its idle status."""
     out, errors = [], []
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"the kernel did not go idle after {msg_id} within {timeout} s")
-        msg = kc.get_iopub_msg(timeout=left)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
+    for msg in _replies(kc.get_iopub_msg, msg_id, timeout, "the kernel did not go idle after"):
         kind, content = msg["msg_type"], msg["content"]
         if kind == "stream" and content["name"] == "stdout":
             out.append(content["text"])
