@@ -30,17 +30,7 @@ DTYPES = {"float": torch.float32, "float32": torch.float32, "half": torch.float1
           "int32": torch.int32, "int64": torch.int64}
 TYPE_NAMES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
               torch.int32: "int32", torch.int64: "int64"}
-CALLS = {"allreduce": collectives.allreduce, "broadcast": collectives.broadcast, "reduce": collectives.reduce,
-         "allgather": collectives.all_gather, "reduce_scatter": collectives.reduce_scatter}
-
-
-def counts(collective: str, nbytes: int, p: int, element_size: int) -> tuple[int, int]:
-    """(elements each rank passes in, S actually used): S rounded down to whole elements per rank."""
-    if collective == "allgather":
-        per_rank = max(1, nbytes // (p * element_size))
-        return per_rank, per_rank * p * element_size
-    count = max(1, nbytes // element_size)
-    return count, count * element_size
+CALLS = collectives.CALLS
 
 
 def _torch_collective(comm, collective, x):
@@ -72,7 +62,7 @@ def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check
     out = []
     element_size = torch.empty(0, dtype=dtype).element_size()
     for nbytes in sizes:
-        count, s = counts(collective, nbytes, comm.world_size, element_size)
+        count, _, s = collectives.counts(collective, nbytes, comm.world_size, element_size)
         make = (lambda: torch.randint(-8, 9, (count,), generator=torch.Generator().manual_seed(comm.rank))
                 .to(dtype)) if real else (lambda: None)
         verdict = None

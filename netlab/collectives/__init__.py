@@ -168,5 +168,21 @@ def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, d
     return buf[o:o + n].clone()
 
 
-__all__ = ["ALGORITHMS", "ALIASES", "resolve", "resolve_collective", "schedule", "execute", "Step", "chunk_bounds",
-           "allreduce", "broadcast", "reduce", "all_gather", "all_gather_chunks", "reduce_scatter"]
+CALLS = {"allreduce": allreduce, "broadcast": broadcast, "reduce": reduce, "allgather": all_gather,
+         "reduce_scatter": reduce_scatter}
+
+
+def counts(collective: str, nbytes: int, p: int, element_size: int = 4) -> tuple[int, int, int]:
+    """S = `nbytes` of `collective` on p ranks in whole elements, as the bench, the simulator and the
+    cost comparisons all round it: (elements each rank passes in, elements in the schedule, S used).
+    All-gather's S is the gathered result, p equal parts; every other collective's is one rank's buffer."""
+    if collective == "allgather":
+        per_rank = max(1, nbytes // (p * element_size))
+        return per_rank, per_rank * p, per_rank * p * element_size
+    count = max(1, nbytes // element_size)
+    return count, count, count * element_size
+
+
+__all__ = ["ALGORITHMS", "ALIASES", "CALLS", "resolve", "resolve_collective", "schedule", "execute", "Step",
+           "chunk_bounds", "counts", "allreduce", "broadcast", "reduce", "all_gather", "all_gather_chunks",
+           "reduce_scatter"]

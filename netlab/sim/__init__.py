@@ -21,20 +21,11 @@ from .engine import SimResult, Simulator
 from .fabric import max_min, max_min_rates
 
 
-def counts(collective: str, nbytes: int, p: int, element_size: int = 4) -> tuple[int, int]:
-    """(elements in the schedule, S actually used): as ``netlab bench`` rounds sizes."""
-    if collective == "allgather":
-        per_rank = max(1, nbytes // (p * element_size))
-        return per_rank * p, per_rank * p * element_size
-    count = max(1, nbytes // element_size)
-    return count, count * element_size
-
-
 def steps(collective: str, algo: str, ranks: int, nbytes: int, ranks_per_host: int | None = None,
           element_size: int = 4, root: int = 0):
     """The schedule the real ranks would run, and S: (steps, S)."""
     collective, algo = collectives.resolve(collective, algo)
-    count, s = counts(collective, nbytes, ranks, element_size)
+    _, count, s = collectives.counts(collective, nbytes, ranks, element_size)
     return collectives.schedule(collective, algo, ranks, count, ranks_per_host=ranks_per_host, root=root), s
 
 

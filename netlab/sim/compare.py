@@ -9,9 +9,7 @@ overlap they must agree (a test holds them to 1 % and the identical message patt
 from __future__ import annotations
 
 from .. import cluster, cost
-from ..bench import CALLS
-from ..bench import counts as bench_counts
-from ..collectives import resolve
+from ..collectives import CALLS, counts, resolve
 from ..net import fabrics
 from ..net.network import Network
 from . import simulate
@@ -28,7 +26,7 @@ def side_by_side(network: Network, ranks: int, collective: str = "allreduce", al
                  nbytes: int = 1 << 20, timeout: float = 60.0) -> dict:
     """Run one collective both ways; times in seconds, S in bytes (GB = 1e9 B)."""
     collective, algo = resolve(collective, algo)
-    count, s = bench_counts(collective, nbytes, ranks, 4)
+    count, _, s = counts(collective, nbytes, ranks, 4)
     res = cluster.run(_timed, collective, algo, count, ranks=ranks, network=network, timeout=timeout)
     real_s = max(res.values)
     topo = fabrics.from_network(network, ranks)
