@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from netlab.net import fabrics
+from netlab.net import fabrics, routing
 from netlab.sim import hotspot
 
 
@@ -27,7 +27,7 @@ def main():
     a = ap.parse_args()
     topo = fabrics.fat_tree(a.k)
     t = time.perf_counter()
-    topo.router()
+    routing.router(topo)
     route_s = time.perf_counter() - t
     print(f"{topo.description}; routing tables {route_s:.2f} s; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} CPUs")

@@ -241,6 +241,14 @@ class Router:
         return Routes(flow[order], link[order], weight[order], out_port, in_port, all_hops)
 
 
+def router(topology) -> Router:
+    """`topology`'s routing tables, built on first use and kept with it (routing depends on the
+    topology, never the other way round)."""
+    if topology._router is None:
+        topology._router = Router(topology)
+    return topology._router
+
+
 def route(topology, src, dst, mode: str = "ecmp", seed: int = 0) -> Routes:
     """Routes between endpoint nodes of `topology` (see ``Router.route``)."""
-    return topology.router().route(src, dst, mode, seed)
+    return router(topology).route(src, dst, mode, seed)

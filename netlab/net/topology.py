@@ -91,7 +91,7 @@ class Topology:
         self.latency = np.array([d["latency"] for *_, d in edges], dtype=float)     # (E,) s
         self.link_kind = np.array([KINDS.index(d["kind"]) for *_, d in edges], dtype=np.int8)
         self.labels = [graph.nodes[v]["label"] for v in range(graph.number_of_nodes())]
-        self._router = None
+        self._router = None                           # netlab.net.routing.router(): built on first use
 
     # ---- sizes and names -------------------------------------------------------------
     @property
@@ -145,13 +145,6 @@ class Topology:
         hosts = np.random.default_rng(seed).permutation(self.size // g)
         slots = (hosts[:, None] * g + np.arange(g)[None, :]).reshape(-1)
         return slots[:ranks].astype(np.int64)
-
-    def router(self):
-        """The routing tables (built once, on first use)."""
-        if self._router is None:
-            from .routing import Router
-            self._router = Router(self)
-        return self._router
 
 
 class Builder:
