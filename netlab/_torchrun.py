@@ -14,9 +14,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from .cluster import RunResult
 from .comm import Comm
-from .trace import Trace
+from .result import RunResult, assemble, pack
 
 _run_ids = iter(range(1, 2**31 - 1))
 
@@ -44,9 +43,6 @@ def run_here(fn, args, kwargs, ranks, network, device) -> RunResult:
     started = time.perf_counter()
     comm = Comm(dist.get_rank(), world_size, network, device, tag=next(_run_ids))
     value = fn(comm, *args, **kwargs)
-    mine = (value, comm.now(), [e.as_tuple() for e in comm.events],
-            (comm.bytes_sent, comm.bytes_recv, comm.messages_sent, comm.messages_recv))
     everyone = [None] * world_size
-    dist.all_gather_object(everyone, mine)
-    trace = Trace.from_tuples([e[2] for e in everyone], [e[1] for e in everyone], virtual=network is not None)
-    return RunResult([e[0] for e in everyone], trace, [e[3] for e in everyone], time.perf_counter() - started)
+    dist.all_gather_object(everyone, pack(comm, value))
+    return assemble(everyone, network is not None, started)

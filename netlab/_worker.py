@@ -50,6 +50,7 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
     import torch.distributed as dist
 
     from .comm import Comm
+    from .result import pack
 
     torch.set_num_threads(1)                         # 8 ranks on 2 cores: one thread each
     try:
@@ -86,10 +87,7 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
                 value = fn(comm, *args, **kwargs)
             finally:
                 comm.finish()                        # a congestion fabric stops waiting for this rank
-            reply = (run_id, True, {
-                "value": value, "clock": comm.now(),
-                "events": [e.as_tuple() for e in comm.events],
-                "counters": (comm.bytes_sent, comm.bytes_recv, comm.messages_sent, comm.messages_recv)})
+            reply = (run_id, True, pack(comm, value))
             data = cloudpickle.dumps(reply)
         except BaseException as exc:  # noqa: BLE001 -- every failure goes back to the caller
             data = cloudpickle.dumps((run_id, False, (type(exc).__name__, str(exc), traceback.format_exc())))

@@ -39,7 +39,6 @@ import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 
 import cloudpickle
 
@@ -47,7 +46,7 @@ from . import _death, _rundir, _worker
 from .memory import check_memory, memory_limit  # noqa: F401  (re-exported: cluster.check_memory)
 from .net.network import Network
 from .net.presets import Device
-from .trace import Trace
+from .result import RunResult, assemble  # noqa: F401  (re-exported: netlab.RunResult)
 
 MAX_RANKS = int(os.environ.get("NETLAB_MAX_RANKS", "16"))
 if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
@@ -82,18 +81,6 @@ class RankTimeout(TimeoutError):
 
 class Interrupted(KeyboardInterrupt):
     """The caller interrupted a run; the ranks were stopped."""
-
-
-@dataclass
-class RunResult:
-    values: list
-    trace: Trace
-    counters: list          # per rank: (bytes_sent, bytes_recv, messages_sent, messages_recv)
-    wall_s: float           # how long the run took on this machine
-    fabric: dict | None = None   # with congestion=: drops, marks, pauses, timeouts (fabric/live.py)
-
-    def __getitem__(self, rank):
-        return self.values[rank]
 
 
 def check_ranks(ranks) -> int:
@@ -267,10 +254,7 @@ class Cluster:
         except BaseException:
             self.close(force=True)      # a failed rank may leave its peers blocked: start clean next time
             raise
-        trace = Trace.from_tuples([r["events"] for r in replies], [r["clock"] for r in replies],
-                                  virtual=network is not None)
-        return RunResult([r["value"] for r in replies], trace, [r["counters"] for r in replies],
-                         time.perf_counter() - started)
+        return assemble(replies, network is not None, started)
 
     def _collect(self, conns, messages, timeout: float) -> list:
         """Send one message to each rank, then wait for every reply, a failure, a death or the deadline."""
