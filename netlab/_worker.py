@@ -21,6 +21,10 @@ def _watch_parent(alive) -> None:
         alive.recv_bytes()
     except (EOFError, OSError):
         pass
+    _leave_with_group()
+
+
+def _leave_with_group() -> None:
     if os.getpgrp() == os.getpid():
         os.killpg(os.getpgrp(), signal.SIGKILL)
     os._exit(3)
@@ -67,7 +71,9 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
         try:
             message = conn.recv()
         except (EOFError, OSError):
-            break
+            # the launcher is gone: the same exit as the watcher thread's, which may not have run yet
+            # (a normal exit here would end that daemon thread and leave what this rank started)
+            _leave_with_group()
         if message is None:
             break
         if message[0] == "group":                    # every rank joins, members or not
@@ -94,7 +100,7 @@ def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer,
         try:
             conn.send_bytes(data)
         except (EOFError, OSError):
-            break
+            _leave_with_group()                      # the launcher is gone (as above)
     try:
         dist.destroy_process_group()
     except Exception:  # noqa: BLE001 -- leaving anyway
