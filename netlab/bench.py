@@ -30,9 +30,6 @@ DTYPES = {"float": torch.float32, "float32": torch.float32, "half": torch.float1
           "int32": torch.int32, "int64": torch.int64}
 TYPE_NAMES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
               torch.int32: "int32", torch.int64: "int64"}
-CALLS = collectives.CALLS
-
-
 def _torch_collective(comm, collective, x):
     """torch's own collective on the same data (the reference, and algo 'torch' on the wall clock)."""
     grp, p = comm.group, comm.world_size
@@ -54,7 +51,7 @@ def _torch_collective(comm, collective, x):
 def _once(comm, collective, algo, x, count, dtype):
     if algo == "torch":
         return _torch_collective(comm, collective, x)
-    return CALLS[collective](comm, x, algo=algo, count=count, dtype=dtype)
+    return collectives.CALLS[collective](comm, x, algo=algo, count=count, dtype=dtype)
 
 
 def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check: bool, iters: int, warmup: int):

@@ -5,8 +5,8 @@ Tensors really move between processes through torch.distributed (gloo); only the
 * virtual time (a ``Network`` is given): every message carries its sender's start time and size
   in a 16-byte header, in front of the payload in one gloo message up to ``PACK_BYTES`` (a gloo
   send or receive costs ~0.3 ms to post on a busy 2-core machine, so a second message per
-  payload doubled a small message's cost) and as a message of its own ahead of larger ones; the sender books its outgoing port and the
-  receiver its incoming port (``netlab.net.port``), each for alpha + n/B, and the receiver's
+  payload doubled a small message's cost) and as a message of its own ahead of larger ones; the
+  sender books its outgoing port and the receiver its incoming port (``netlab.net.port``), each for alpha + n/B, and the receiver's
   clock moves to max(its clock, the message's end). Compute advances the clock by a modelled
   duration (FLOPs / (peak * efficiency), or given seconds). Exact and deterministic: the same
   program gives the same times on any machine, idle or loaded.
@@ -85,9 +85,13 @@ PACK_BYTES = 1 << 20        # virtual time: payloads up to this size travel in o
 _HEADER = 16                # two float64: the sender's start time and the message's bytes
 
 
+def _header(start: float, n: int) -> torch.Tensor:
+    return torch.tensor([start, float(n)], dtype=torch.float64)
+
+
 def _packed(start: float, n: int, tensor: torch.Tensor) -> torch.Tensor:
     buf = torch.empty(_HEADER + nbytes_of(tensor), dtype=torch.uint8)
-    buf[:_HEADER].view(torch.float64).copy_(torch.tensor([start, float(n)], dtype=torch.float64))
+    buf[:_HEADER].view(torch.float64).copy_(_header(start, n))
     buf[_HEADER:].copy_(tensor.reshape(-1).view(torch.uint8))
     return buf
 
@@ -175,7 +179,7 @@ class Comm:
             seq = self._seq_out[dst]
             self._seq_out[dst] += 1
             self._fabric.send(dst, seq, start, n)
-            packed = torch.tensor([start, float(n)], dtype=torch.float64)       # the header alone
+            packed = _header(start, n)
             handles.append(dist.isend(packed, dst, group=self.group, tag=self.tag))
         elif self.virtual:
             cls = self.network.link_class(self.rank, dst)
@@ -184,12 +188,10 @@ class Comm:
             end = start + duration
             self._event("send", dst, n, start, end)
             if tensor is not None and n <= PACK_BYTES:             # header and payload in one message
-                packed = _packed(start, n, tensor)
-                handles.append(dist.isend(packed, dst, group=self.group, tag=self.tag))
-                tensor = None
+                packed, tensor = _packed(start, n, tensor), None
             else:
-                packed = torch.tensor([start, float(n)], dtype=torch.float64)
-                handles.append(dist.isend(packed, dst, group=self.group, tag=self.tag))
+                packed = _header(start, n)
+            handles.append(dist.isend(packed, dst, group=self.group, tag=self.tag))
         else:
             start, packed = self.now(), None
         if tensor is not None:

@@ -84,6 +84,13 @@ def log_grid(ax, x: bool = True, y: bool = True) -> None:
     ax.grid(alpha=0.12, which="minor")
 
 
+def margins(fig, left: float, right: float, bottom: float, top: float, **spacing) -> None:
+    """Subplot margins in inches (whatever the figure's size): a fixed layout instead of tight_layout,
+    whose measuring pass costs a whole draw. `spacing`: wspace/hspace, as subplots_adjust takes them."""
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h, **spacing)
+
+
 def _axes(ax, figsize):
     if ax is not None:
         return ax.figure, ax

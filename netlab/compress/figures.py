@@ -9,7 +9,7 @@ import re
 
 import matplotlib.pyplot as plt
 
-from ..plots import label_lines, log_grid, method_style
+from ..plots import label_lines, log_grid, margins, method_style
 from .pays import bandwidth_label, crossover
 
 
@@ -96,10 +96,7 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
             a.set_ylabel("step (ms, virtual)")
         fig.suptitle(f"step time against bandwidth; black dashed: fp32 all-reduce; "
                      f"{describe_codec(rows[0].get('codec', 'model'))}", fontsize=10)
-        # margins in inches, not tight_layout: its measuring pass was a third of this figure's time
-        w, h = fig.get_size_inches()
-        fig.subplots_adjust(left=0.75 / w, right=1 - 0.15 / w, bottom=0.55 / h, top=1 - 0.6 / h,
-                            wspace=0.12, hspace=0.3)
+        margins(fig, 0.75, 0.15, 0.55, 0.6, wspace=0.12, hspace=0.3)   # tight_layout: a third of its time
         return fig
     fig = ax.figure
     ends = {}
@@ -187,7 +184,5 @@ def method_grid(rows, baseline, x: str = "step", columns: int = 4):
                 plt.Line2D([], [], color=grey, lw=1.8)],
                ["fp32 all-reduce", "compressed, no error feedback", "compressed, with error feedback"],
                loc="upper center", ncol=3, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 1.0))
-    w, h = fig.get_size_inches()
-    fig.subplots_adjust(left=0.7 / w, right=1 - 0.15 / w, bottom=0.55 / h, top=1 - 0.45 / h,
-                        wspace=0.1, hspace=0.45)
+    margins(fig, 0.7, 0.15, 0.55, 0.45, wspace=0.1, hspace=0.45)
     return fig
