@@ -17,7 +17,7 @@ import time
 import torch
 
 import netlab
-from netlab.comm import PACK_BYTES
+from netlab.runtime.comm import PACK_BYTES
 
 
 def ping_pong(comm, numel: int, rounds: int) -> float:

@@ -3,18 +3,22 @@
 Real torch.distributed ranks (gloo on CPU) move real tensors; an emulated network turns bytes into
 (virtual) time. Start with ``netlab.run(fn, ranks=4, network=netlab.network('10Gbit/s', '5us'))``.
 """
-from . import _interrupt
+from .runtime import interrupt as _interrupt
 
 if _interrupt.running_as_command():        # first, before torch: Ctrl-C at any moment gives one line
     _interrupt.install()
 
-from .cluster import (Cluster, Interrupted, RankDied, RankError, RankTimeout, RunResult, run, set_idle_timeout,
-                      shutdown)
-from .comm import Comm
+from .runtime.errors import Interrupted, RankDied, RankError, RankTimeout
+from .runtime.launch import run
+from .runtime.pool import Cluster
+from .runtime.result import RunResult
+from .runtime.shared import set_idle_timeout, shutdown
+from .runtime.comm import Comm
 from .net import DEVICES, LINKS, Device, Link, Network, device, network
 from .net.network import congestion
 from .fabric.live import Congestion
-from .trace import Trace
+from .runtime.trace import Trace
+from . import cluster  # noqa: F401  (netlab.cluster.get_cluster: the labs use it)
 from . import check  # noqa: E402  (exercise checks: netlab.check.step_time, ...)
 
 __version__ = "0.1.0"

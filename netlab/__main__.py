@@ -8,7 +8,7 @@ if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
     # Under torchrun: leave the process group together, then exit without running C++ static
     # destructors -- with torch 2.13, gloo plus torch.utils.flop_counter occasionally aborts there
     # ("terminate called without an active exception"), which torchrun would report as a failure.
-    from ._torchrun import _leave_together
+    from .runtime.torchrun import _leave_together
     _leave_together()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -24,7 +24,7 @@ pauses (the network model has no switch buffers yet), HTA's idle-time sub-catego
 """
 from __future__ import annotations
 
-from .trace import Trace, _union
+from .runtime.trace import Trace, _union
 
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall")
 

@@ -19,8 +19,8 @@ import json
 import os
 
 from .analysis import COLLECTIVES, is_collective, link_utilisation
-from .comm import Event
-from .trace import Trace
+from .runtime.comm import Event
+from .runtime.trace import Trace
 
 _COMPUTE_STREAM, _COMM_STREAM = 7, 13
 _KINDS = ("send", "recv", "compute", "region")

@@ -149,8 +149,8 @@ def private_bytes(pid: int, root: str = "/") -> int:
 
 
 def _pool_pids() -> list[int]:
-    from . import cluster
-    pool = cluster._default
+    from .runtime import shared
+    pool = shared._default
     return list(pool.pids) if pool is not None and pool.alive else []
 
 

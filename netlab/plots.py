@@ -14,7 +14,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.collections import PolyCollection
 
-from .trace import Trace
+from .runtime.trace import Trace
 
 COLORS = {"compute": "#4c72b0", "send": "#dd8452", "recv": "#55a868", "idle": "#dddddd"}
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from . import cluster, collectives, data, train, validate
 from .net.network import Network, network as make_network
 from .net.presets import Device, device as make_device
-from .trace import Trace
+from .runtime.trace import Trace
 from .units import parse_bytes
 
 

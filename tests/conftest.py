@@ -16,7 +16,7 @@ signal.signal(signal.SIGHUP, signal.SIG_DFL)
 sys.path.insert(0, os.path.dirname(__file__))          # tests/solutions: reference answers
 
 import netlab  # noqa: E402
-from netlab import cluster  # noqa: E402
+from netlab.runtime import shared  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,7 +26,7 @@ def _stop_pool_at_end():
 
 
 def pool_pids() -> list[int]:
-    return list(cluster._default.pids) if cluster._default is not None and cluster._default.alive else []
+    return list(shared._default.pids) if shared._default is not None and shared._default.alive else []
 
 
 def running(pid: int) -> bool:

@@ -5,10 +5,10 @@ import pytest
 
 from netlab import analysis, cluster, overlap, train
 from netlab import analysis_export as ax
-from netlab.comm import Event
+from netlab.runtime.comm import Event
 from netlab.net.network import network
 from netlab.net.presets import device
-from netlab.trace import Trace
+from netlab.runtime.trace import Trace
 
 DEV = device("cpu-core")
 

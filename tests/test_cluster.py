@@ -130,7 +130,7 @@ SCRIPT = textwrap.dedent("""
 
     for _ in range(int(sys.argv[1])):
         assert netlab.run(total, ranks=4, network=netlab.network("1Gbit/s", "5us")).values == [10.0] * 4
-    print("pids", *netlab.cluster._default.pids, flush=True)
+    print("pids", *netlab.runtime.shared._default.pids, flush=True)
     if sys.argv[2] == "hang":
         import time; time.sleep(600)
 """)

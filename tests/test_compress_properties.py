@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from netlab import compress
-from netlab.comm import Comm
+from netlab.runtime.comm import Comm
 from netlab.compress import (QSGD, Cast, Compression, DGCMemory, DGCTopK, Int8, PowerSGD, RandomK, ScaledSign,
                              TernGrad, Threshold, TopK)
 from netlab.compress.base import pack_bits, unpack_bits

@@ -4,7 +4,7 @@ import time
 import pytest
 
 import netlab
-from netlab import cluster
+from netlab.runtime import shared
 from conftest import pool_pids, wait_gone
 
 
@@ -15,7 +15,7 @@ def _rank(comm, seconds=0.0):
 
 @pytest.fixture
 def short_idle():
-    before = cluster.IDLE_S
+    before = shared.IDLE_S
     yield
     netlab.set_idle_timeout(before)
 
@@ -26,7 +26,7 @@ def test_idle_pool_releases_its_processes(short_idle):
     assert netlab.run(_rank, ranks=2).values == [0, 1]
     pids = pool_pids()
     assert len(pids) == 2
-    assert wait_gone(pids, seconds=15) == [] and cluster._default is None
+    assert wait_gone(pids, seconds=15) == [] and shared._default is None
     assert netlab.run(_rank, ranks=2).values == [0, 1]              # the next run starts a fresh pool
     assert set(pool_pids()).isdisjoint(pids)
 
@@ -46,4 +46,4 @@ def test_bad_idle_timeout_names_the_parameter():
     with pytest.raises(ValueError, match="seconds"):
         netlab.set_idle_timeout(-1)
     with pytest.raises(ValueError, match="NETLAB_IDLE_S"):
-        cluster._idle_seconds("soon")
+        shared._idle_seconds("soon")

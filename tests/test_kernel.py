@@ -24,7 +24,7 @@ def kernel():
 
 
 def pids_in(kc):
-    status, out, _ = execute(kc, "print(*netlab.cluster._default.pids)")
+    status, out, _ = execute(kc, "print(*netlab.runtime.shared._default.pids)")
     return [int(p) for p in out.split()]
 
 

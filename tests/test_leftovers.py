@@ -53,13 +53,13 @@ def test_ranks_that_ignore_sigterm_are_killed_together():
 
 DRIVER = textwrap.dedent("""
     import subprocess, sys, time, netlab
-    from netlab import _rundir
+    from netlab.runtime import rundir as _rundir
 
     def start_child(comm):
         return subprocess.Popen(["sleep", "300"]).pid if comm.rank == 1 else None
 
     res = netlab.run(start_child, ranks=2)
-    print(*netlab.cluster._default.pids, res.values[1], _rundir.driver_dir(), flush=True)
+    print(*netlab.runtime.shared._default.pids, res.values[1], _rundir.driver_dir(), flush=True)
     time.sleep(600)
 """)
 
@@ -127,8 +127,8 @@ def test_kernel_restart_leaves_nothing_behind(tmpdir_short):
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
-        code = ("import netlab\nfrom netlab import _rundir\nnetlab.run(lambda c: c.rank, ranks=3)\n"
-                "print(*netlab.cluster._default.pids, _rundir.driver_dir())")
+        code = ("import netlab\nfrom netlab.runtime import rundir as _rundir\nnetlab.run(lambda c: c.rank, ranks=3)\n"
+                "print(*netlab.runtime.shared._default.pids, _rundir.driver_dir())")
         status, out, _ = execute(kc, code)
         assert status == "ok", out
         *pids, folder = out.split()
@@ -143,7 +143,7 @@ def test_kernel_restart_leaves_nothing_behind(tmpdir_short):
         kc.stop_channels()
         if km.is_alive():
             km.shutdown_kernel(now=True)         # a kill, too: the next driver sweeps this one's folder
-    from netlab import _rundir
+    from netlab.runtime import rundir as _rundir
     deadline = time.monotonic() + 10
     while leftovers(tmpdir) and time.monotonic() < deadline:
         _rundir.sweep(os.path.join(tmpdir, f"netlab-{os.getuid()}"))

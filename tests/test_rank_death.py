@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import netlab
-from netlab import cluster
+from netlab.runtime import death
 from conftest import pool_pids, running, wait_gone
 
 NET = netlab.network("10Gbit/s", "5us")
@@ -72,7 +72,7 @@ def _memory_cgroup_we_can_limit(limit_bytes):
     """A fresh cgroup-v1 memory cgroup under ours, or None (not root, cgroup v2, read-only)."""
     if os.geteuid() != 0:
         return None
-    counter = cluster._death.memory_cgroup(os.getpid())
+    counter = death.memory_cgroup(os.getpid())
     if counter is None or not counter.endswith("memory.oom_control"):
         return None
     path = os.path.join(os.path.dirname(counter), f"netlab-oom-test-{os.getpid()}")
@@ -140,6 +140,6 @@ def test_a_sigkill_by_someone_is_not_called_out_of_memory():
     with pytest.raises(netlab.RankDied) as info:
         netlab.run(die, "sigkill", ranks=2, network=NET)
     assert info.value.oom is not True and "out of memory?" not in str(info.value)
-    readable = netlab.cluster._death.oom_kills(netlab.cluster._death.memory_cgroup(os.getpid())) is not None
+    readable = netlab.runtime.death.oom_kills(netlab.runtime.death.memory_cgroup(os.getpid())) is not None
     if not readable:                                 # then the message says it cannot tell
         assert "cannot be read" in str(info.value)

@@ -144,7 +144,7 @@ def _exchange(comm, n, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool, torch.float64])
 def test_packed_and_separate_headers_deliver_the_same_bytes_at_the_same_times(dtype):
-    from netlab.comm import PACK_BYTES
+    from netlab.runtime.comm import PACK_BYTES
     size = torch.empty(0, dtype=dtype).element_size()
     for n in (1, PACK_BYTES // size, PACK_BYTES // size + 1):         # packed, packed at the limit, separate
         res = netlab.run(_exchange, n, dtype, ranks=2, network=NET)

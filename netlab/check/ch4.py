@@ -17,7 +17,7 @@ CASES = [(10, 0.3, 0), (1000, 0.01, 1), (257, 0.05, 2), (6, 0.01, 3)]   # (d, ra
 
 
 def _expected(grad, residual, ratio):
-    from ..comm import Comm
+    from ..runtime.comm import Comm
     from ..compress import Compression, TopK
     pipe = Compression.of(TopK(ratio), error_feedback=True)
     pipe.memory.e = residual.clone()

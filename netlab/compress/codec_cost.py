@@ -43,7 +43,7 @@ import time
 import torch
 
 from .. import data, train
-from ..comm import Comm
+from ..runtime.comm import Comm
 from ..net.presets import Device, device as make_device
 from . import make
 from .communicate import Compression

@@ -89,7 +89,7 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
     import torch
 
     from .. import data, train
-    from ..comm import Comm
+    from ..runtime.comm import Comm
     from ..net.presets import device
     from . import make
     from .communicate import Compression

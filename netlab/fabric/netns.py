@@ -42,7 +42,7 @@ import signal
 import subprocess
 import threading
 
-from .._rundir import _alive as _pid_alive   # the same liveness rule as the driver folders
+from ..runtime.rundir import _alive as _pid_alive   # the same liveness rule as the driver folders
 
 NETNS_DIR = "/var/run/netns"
 PREFIX = "nl-"                              # every namespace this module creates: nl-<pid>-<k>-<role>

@@ -28,7 +28,7 @@ import torch
 from .. import cluster, train, validate
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
-from ..trace import Trace
+from ..runtime.trace import Trace
 from . import consistency
 from .config import PSConfig
 from .roles import Membership, Roles

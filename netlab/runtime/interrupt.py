@@ -2,7 +2,7 @@
 
 Installed by ``netlab/__init__.py`` before anything heavy is imported, and only when netlab runs as
 a command (``python -m netlab ...`` or the ``netlab`` script): a Jupyter kernel keeps its own SIGINT
-handling (Kernel > Interrupt raises KeyboardInterrupt, which ``cluster`` turns into ``Interrupted``).
+handling (Kernel > Interrupt raises KeyboardInterrupt, which the pool turns into ``Interrupted``).
 
 Why not let KeyboardInterrupt propagate: it prints a 20-60-line traceback, and while torch is
 being imported some of its import-time code swallows it (the run then finished 25 s later with
@@ -43,14 +43,14 @@ def _stop(signum, frame) -> None:  # noqa: ARG001 -- a signal handler's signatur
         os.write(2, f"netlab{' ' + command if command else ''}: {words}\n".encode())
     except OSError:
         pass
-    cluster = sys.modules.get("netlab.cluster")
-    if cluster is not None and hasattr(cluster, "_close_all"):
+    pool = sys.modules.get("netlab.runtime.pool")
+    if pool is not None and hasattr(pool, "_close_all"):
         try:
-            cluster._close_all()
+            pool._close_all()
         except BaseException:  # noqa: BLE001
             pass
     _stop_forkserver()                    # it may still be importing torch, which makes a cache folder
-    rundir = sys.modules.get("netlab._rundir")
+    rundir = sys.modules.get("netlab.runtime.rundir")
     if rundir is not None:
         rundir.remove_now()
     os._exit(code)

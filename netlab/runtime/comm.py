@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from .net.network import Network
-from .net.port import Port
-from .net.presets import Device
+from ..net.network import Network
+from ..net.port import Port
+from ..net.presets import Device
 
 
 @dataclass
@@ -116,7 +116,7 @@ class Comm:
         if congestion is not None:
             if not congestion.address:
                 raise ValueError("network: congestion= needs netlab's own rank pool (netlab.run), not torchrun")
-            from .fabric.live import FabricClient
+            from ..fabric.live import FabricClient
             self._fabric = FabricClient(congestion, rank)
             self._seq_out, self._seq_in = defaultdict(int), defaultdict(int)
 

@@ -1,0 +1,137 @@
+"""The shared pool behind ``netlab.run``, and its release when nobody has used it for a while.
+
+One pool per driver, started on the first run and replaced by a larger one when more ranks are
+asked for; smaller worlds run on a gloo subgroup of it. A pool nobody has used for ``IDLE_S``
+seconds (``NETLAB_IDLE_S``, default 120) gives its ranks back. Left out: the pool itself
+(``pool.py``) and choosing between this pool and torchrun (``launch.py``).
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+from .pool import DEFAULT_TIMEOUT, Cluster, _live, _turn, check_ranks
+from .pool import _lock as pool_lock
+
+_default: Cluster | None = None
+
+
+def get_cluster(ranks: int) -> Cluster:
+    """A shared pool with at least `ranks` ranks, started (or replaced by a larger one) as needed.
+
+    Smaller worlds run on the first ranks of the pool through a gloo subgroup, so moving a
+    "nodes" slider down and up again costs no restart.
+    """
+    global _default
+    check_ranks(ranks)
+    with _turn(DEFAULT_TIMEOUT):
+        pool = _pool(ranks)
+        with _idle_lock:
+            _arm_idle_release()
+        return pool
+
+
+def _pool(ranks: int) -> Cluster:                    # caller holds pool._lock
+    global _default
+    if _default is None or not _default.alive or _default.world_size < ranks:
+        if _default is not None:
+            _default.close(force=not _default.alive)
+        _default = Cluster(ranks)
+    return _default
+
+
+def run_on_pool(fn, args: tuple, kwargs: dict, ranks: int, network, device, timeout: float):
+    """``netlab.run`` on the shared pool (started or enlarged as needed), with the idle release paused."""
+    with _turn(timeout):                    # the pool cannot be replaced between choosing it and running
+        with _idle_lock:
+            _cancel_idle_release()
+        try:
+            return _pool(ranks).run(fn, *args, ranks=ranks, network=network, device=device, timeout=timeout,
+                                    **kwargs)
+        finally:
+            with _idle_lock:
+                _arm_idle_release()
+
+
+def shutdown() -> None:
+    """Stop the shared pool and give its memory back (it restarts, in a few seconds, on the next run).
+
+    A chapter ends with ``netlab.shutdown()``: on Binder every open notebook's kernel shares 2 GB,
+    and a pool left behind keeps its ranks until the idle release (``set_idle_timeout``) frees them.
+    """
+    global _default
+    with _turn(DEFAULT_TIMEOUT):
+        with _idle_lock:
+            _cancel_idle_release()
+        if _default is not None:
+            _default.close()
+            _default = None
+
+
+# --- Idle release: a pool nobody has used for IDLE_S seconds gives its ranks back. ---------------
+# A student who leaves a chapter's kernel open and moves on should not keep its ranks (~60-150 MB
+# each) out of Binder's 2 GB. A threading.Timer fires after the last run; under _idle_lock it closes
+# the pool only if no run is in progress (it cannot take pool._lock) and no run happened since it was
+# armed (_armed).
+
+def _idle_seconds(text: str | None) -> float | None:
+    try:
+        value = float(text) if text not in (None, "") else 120.0
+    except ValueError:
+        raise ValueError(f"NETLAB_IDLE_S: a number of seconds (0 or less: never release), got {text!r}") from None
+    return value if value > 0 else None
+
+
+IDLE_S: float | None = _idle_seconds(os.environ.get("NETLAB_IDLE_S"))   # seconds; None: keep the pool
+_idle_lock = threading.Lock()
+_idle_timer: threading.Timer | None = None
+_armed = 0            # which arming the live timer belongs to (a timer from an older one does nothing)
+
+
+def set_idle_timeout(seconds: float | None) -> None:
+    """Give the shared pool's ranks back after `seconds` without a run (None or 0: never)."""
+    global IDLE_S
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or seconds != seconds or seconds < 0):
+        raise ValueError(f"seconds: a number of seconds >= 0, or None, got {seconds!r}")
+    with _idle_lock:
+        IDLE_S = float(seconds) if seconds else None
+        _arm_idle_release()
+
+
+def _cancel_idle_release() -> None:          # caller holds _idle_lock
+    global _idle_timer, _armed
+    _armed += 1
+    if _idle_timer is not None:
+        _idle_timer.cancel()
+        _idle_timer = None
+
+
+def _arm_idle_release() -> None:             # caller holds _idle_lock
+    global _idle_timer
+    _cancel_idle_release()
+    if IDLE_S is None or _default is None:
+        return
+    _idle_timer = threading.Timer(IDLE_S, _release_if_idle, args=(_armed,))
+    _idle_timer.daemon = True
+    _idle_timer.name = "netlab-idle-release"
+    _idle_timer.start()
+
+
+def _release_if_idle(armed: int) -> None:
+    global _default, _idle_timer
+    if not pool_lock.acquire(blocking=False):
+        return                                # a run is in progress: it re-arms the timer when it ends
+    try:
+        with _idle_lock:
+            if armed != _armed or _default is None:
+                return                        # a run happened since this timer was armed
+            pool, _default, _idle_timer = _default, None, None
+        pool.close(force=not pool.alive)
+        if not _live:                         # the fork server holds torch too (~150 MB): stop it
+            from multiprocessing import forkserver
+            stop = getattr(forkserver._forkserver, "_stop", None)
+            if stop is not None:
+                stop()
+    finally:
+        pool_lock.release()
