@@ -43,13 +43,14 @@ class _CommStream:
         if not comm.virtual:
             fn()
             return
-        saved = comm._clock
-        comm._clock = max(ready, self.end)
+        clock = comm.clock                     # a VirtualClock: its time `t` may be set and put back
+        saved = clock.t
+        clock.t = max(ready, self.end)
         try:
             fn()
         finally:
-            self.end = comm._clock
-            comm._clock = saved
+            self.end = clock.t
+            clock.t = saved
 
 
 def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring",
@@ -124,7 +125,7 @@ def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, al
         stream.end = compute_end
         launch_ready()
     if comm.virtual:
-        comm._clock = max(comm._clock, stream.end)     # wait for the last bucket
+        comm.clock.t = max(comm.clock.t, stream.end)   # wait for the last bucket
     exposed = comm.now() - compute_end
     sgd_update(comm, model, lr)
     out = {"loss": loss.item(), "comm_s": sum(e - s for _, _, _, s, e in log), "exposed_comm_s": exposed,

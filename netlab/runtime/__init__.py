@@ -6,7 +6,7 @@
     launch.py     netlab.run: the shared pool, or the process group torchrun set up
     torchrun.py   netlab.run under torchrun (RANK/WORLD_SIZE set)
     worker.py     the loop each rank process runs;  preload.py  what the fork server imports once
-    comm.py       Comm: send/recv/wait, compute, regions, and the clock
+    comm.py       Comm: send/recv/wait, compute, regions;  clock.py  its virtual and wall clocks
     trace.py      the events a run recorded;  result.py  what a run returns, one reply format
     rundir.py     one private temporary folder per driver;  death.py  why a rank died
     interrupt.py  Ctrl-C and SIGTERM on the command line
