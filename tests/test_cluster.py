@@ -165,3 +165,25 @@ def test_no_rank_survives_its_launcher(tmp_path, ending):
         proc.kill()                                  # the kernel dies without any cleanup
     proc.wait(timeout=60)
     assert wait_gone(pids, 10) == []
+
+
+UNGUARDED = textwrap.dedent("""
+    import os, sys, netlab
+    with open(os.environ["NETLAB_TEST_MARKS"], "a") as f:     # top-level code, no __main__ guard
+        f.write(f"{os.getpid()}\\n")
+    print(netlab.run(lambda comm: comm.rank, ranks=2).values, flush=True)
+""")
+
+
+@pytest.mark.parametrize("how", ["path", "module"])
+def test_a_script_without_a_main_guard_is_not_rerun_in_the_ranks(tmp_path, how):
+    """multiprocessing re-runs the caller's __main__ in each child; the pool turns that off (pool._without_main)."""
+    (tmp_path / "unguarded_lab.py").write_text(UNGUARDED)
+    marks = tmp_path / "marks"
+    command = [sys.executable, str(tmp_path / "unguarded_lab.py")] if how == "path" else \
+        [sys.executable, "-m", "unguarded_lab"]
+    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "NETLAB_TEST_MARKS": str(marks)})
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and out.strip() == "[0, 1]", err
+    assert marks.read_text().split() == [str(proc.pid)]         # the driver ran it once; no rank did

@@ -323,6 +323,19 @@ def _without_main():
     multiprocessing's fork server re-imports the parent's main script in every child (the reason
     for the ``if __name__ == '__main__'`` idiom). Ranks never need it -- functions travel by
     cloudpickle -- so a plain script or a notebook can call ``netlab.run`` at top level.
+
+    Why a patch of a private function: multiprocessing documents no way to turn the re-import off.
+    What the child re-runs is decided by ``spawn.get_preparation_data`` from ``__main__.__file__``
+    and ``__main__.__spec__``; the alternatives read the same internals (hiding those attributes
+    from the user's own ``__main__`` while the ranks start, or a ``__file__`` planted in the fork
+    server for ``_fixup_main_from_path``'s early return), or change how ranks start (plain fork
+    is unsafe in a threaded kernel and loses the preloaded fork server). The patch lasts only while
+    the ranks start, and drops two keys the child treats as optional (without them it starts as
+    under ``python -c``, where there is no main script to re-run).
+    Guarded by tests/test_cluster.py::test_a_script_without_a_main_guard_is_not_rerun_in_the_ranks
+    (a script and a ``python -m`` module with top-level ``netlab.run``, no guard) and the scripts
+    of test_two_labs_on_one_machine_do_not_collide; should a Python release rename the function,
+    they fail.
     """
     original = mp_spawn.get_preparation_data
 
