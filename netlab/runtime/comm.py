@@ -8,6 +8,8 @@ real cluster under torchrun, or on the machine's own loopback). The same events 
 Every operation appends an event (rank, kind, peer, bytes, start, end, label) to ``comm.events``.
 Size-only messages (``tensor=None, nbytes=n``) move only the header: the timing of a 256 MB
 message without 256 MB of memory, for sweeps; the virtual times are identical to a real payload's.
+
+Left out: how time is kept (``clock.py``) and collectives (``netlab.collectives``, built on these calls).
 """
 from __future__ import annotations
 
