@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import plots
 from ..cluster import MAX_RANKS
 from ..data import load
+from ..figures.common import margins
+from ..figures.step import timeline
 from ..net.presets import DEVICES
 from ..step import measure_step
 from ..train import grad_bytes
@@ -58,9 +59,9 @@ class StepPanel(Panel):
             height = top + max(1.2, rows) + bottom
             fig = new_figure(9, height)
             ax = fig.subplots()
-            plots.margins(fig, 0.9, 0.25, bottom, top)
+            margins(fig, 0.9, 0.25, bottom, top)
             self._figures[ranks] = fig, ax
         fig, ax = self._figures[ranks]
-        plots.timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
-                       title="one training step: its split (top) and each rank's timeline")
+        timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
+                 title="one training step: its split (top) and each rank's timeline")
         return text, fig

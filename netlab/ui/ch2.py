@@ -10,9 +10,10 @@ from __future__ import annotations
 import ipywidgets as widgets
 import torch
 
-from .. import cluster, collectives, cost, plots
+from .. import cluster, collectives, cost
 from ..bench import bench
 from ..collectives.schedule import execute, rank_plan
+from ..figures.collectives import contributions, time_vs_size
 from ..net.network import network
 from ..units import fmt_bytes, fmt_time, parse_bytes
 from .panel import LAYOUT, STYLE, Panel, new_figure, slider
@@ -80,7 +81,7 @@ class RingStepper(Panel):
                  f"reduce-scatter step {step} of {p - 1}: send one chunk right, add the one from the left"
                  if step < p else f"all-gather step {step - p + 1} of {p - 1}: pass finished chunks right")
         fig = new_figure(1.1 * p + 2, 0.55 * p + 1.2)
-        plots.contributions(self.shots[step], ax=fig.subplots(), title=phase)
+        contributions(self.shots[step], ax=fig.subplots(), title=phase)
         return "", fig
 
 
@@ -133,7 +134,7 @@ class CollectivePanel(Panel):
             "  fastest: " + ", ".join(_runs(best))])
         cross = {"ring = recursive doubling": cost.crossover("allreduce", "ring", "recursive_doubling", ranks, net)}
         fig = new_figure(7.5, 4.2)
-        plots.time_vs_size(rows, ax=fig.subplots(), crossovers=cross)
+        time_vs_size(rows, ax=fig.subplots(), crossovers=cross)
         return text, fig
 
 

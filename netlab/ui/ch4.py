@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..compress import METHODS, figures, pays
+from ..compress import METHODS, pays
 from ..compress.training import run_training
+from ..figures.compress import accuracy_curves, step_time_vs_bandwidth
 from ..units import fmt_bytes, fmt_time, parse_bandwidth
 from .panel import LAYOUT, STYLE, Panel, new_figure, slider
 
@@ -85,7 +86,7 @@ class CompressPanel(Panel):
                          "  no crossover between 100 Mbit/s and 400 Gbit/s")
         fig = new_figure(10, 7)
         grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
-        figures.accuracy_curves([] if method == "none" else [r], base,
-                                axes=[fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])])
-        figures.step_time_vs_bandwidth(rows, ax=fig.add_subplot(grid[1, :]), mark=parse_bandwidth(bandwidth))
+        accuracy_curves([] if method == "none" else [r], base,
+                        axes=[fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])])
+        step_time_vs_bandwidth(rows, ax=fig.add_subplot(grid[1, :]), mark=parse_bandwidth(bandwidth))
         return "\n".join(lines), fig

@@ -1,20 +1,19 @@
-"""Chapter 5's panel and figures: pick a fabric, servers, placement, routing, algorithm and scale;
+"""Chapter 5's panel: pick a fabric, servers, placement, routing, algorithm and scale;
 watch the simulated all-reduce, its bottleneck link, and the fabric drawn with each link's load.
 
 Every answer is a simulator run (``netlab.sim``) of the same schedules the real ranks execute;
 a 1,024-rank ring takes 0.7 s and 4,096 ranks 3.3 s on 2 cores, figure included (measured on an idle machine).
+The chapter's other figures are in ``netlab.figures.topology``.
 """
 from __future__ import annotations
 
 import functools
-import textwrap
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
 from .. import sim
-from ..plots import log_grid
-from ..net import draw, fabrics
+from ..figures.topology import draw as draw_topology
+from ..net import fabrics
 from ..net.topology import Host
 from ..units import fmt_bytes, fmt_time, parse_bytes
 from .panel import Panel, new_figure, slider
@@ -108,49 +107,8 @@ class FabricPanel(Panel):
         r = self.run(**setting)
         self.last = r
         fig = new_figure(10, 4.2)
-        draw.draw(r.topology, r.utilization, ax=fig.subplots(), highlight=r.bottleneck)
+        draw_topology(r.topology, r.utilization, ax=fig.subplots(), highlight=r.bottleneck)
         return describe(r), fig
-
-
-def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
-    """busbw (log) against ranks (log 2), one small panel per design (rows from ``experiments.scaling``):
-    rank order solid with filled markers, 'shuffled' placement dotted with open markers, so neither
-    hides the other where they coincide. With `ax`, every design on that one axes, labelled at its end."""
-    from ..plots import label_lines
-    designs = list(dict.fromkeys(r["design"] for r in rows))
-    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-
-    def pts(name, placement):
-        return sorted((r["ranks"], r["busbw_GBps"]) for r in rows
-                      if r["design"] == name and r.get("placement", "ordered") == placement)
-    if ax is None:
-        fig, axes = plt.subplots(1, len(designs), figsize=(3.3 * len(designs), 3.3), sharey=True, squeeze=False)
-        axes = list(axes.flat)
-    else:
-        fig, axes = ax.figure, [ax] * len(designs)
-    ends = {}
-    for i, (a, name) in enumerate(zip(axes, designs)):
-        colour = colours[i % len(colours)]
-        for placement, line, face in (("ordered", "-", colour), ("shuffled", ":", "white")):
-            p = pts(name, placement)
-            if p:
-                a.plot(*zip(*p), ls=line, marker="o", ms=5, color=colour, mfc=face, lw=1.6)
-                if placement == "ordered":
-                    ends[name] = (*zip(*p), colour)
-        a.set_xscale("log", base=2)
-        a.set_yscale("log")
-        log_grid(a)
-        a.set_xlabel("ranks")
-        if len(set(map(id, axes))) > 1:
-            a.set_title(textwrap.fill(name, 34), fontsize=9, color=colour)
-    axes[0].set_ylabel("busbw (GB/s, GB = 1e9 B)")
-    if len(set(map(id, axes))) == 1:
-        label_lines(axes[0], ends, fontsize=7)
-        axes[0].set_title(title, fontsize=10)
-    else:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
 
 
 def real_vs_sim(network, ranks: int, algos, sizes) -> list[dict]:

@@ -11,8 +11,8 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from ..fabric import ECN, PFC, incast
-from ..fabric.figures import draw_run
 from ..fabric.scenarios import default_ecn, headroom
+from ..figures.congestion import draw_run
 from ..units import fmt_time, parse_bandwidth, parse_bytes, parse_time
 from .panel import LAYOUT, STYLE, Panel, new_figure, slider
 

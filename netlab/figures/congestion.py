@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .scenarios import rates
+from ..fabric.scenarios import rates
 
 GBIT = 1e9 / 8
 
