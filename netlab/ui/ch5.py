@@ -3,7 +3,8 @@ watch the simulated all-reduce, its bottleneck link, and the fabric drawn with e
 
 Every answer is a simulator run (``netlab.sim``) of the same schedules the real ranks execute;
 a 1,024-rank ring takes 0.7 s and 4,096 ranks 3.3 s on 2 cores, figure included (measured on an idle machine).
-The chapter's other figures are in ``netlab.figures.topology``.
+The chapter's other figures are in ``netlab.figures.topology``; running real ranks beside the simulator
+in ``netlab.sim.compare``.
 """
 from __future__ import annotations
 
@@ -109,20 +110,3 @@ class FabricPanel(Panel):
         fig = new_figure(10, 4.2)
         draw_topology(r.topology, r.utilization, ax=fig.subplots(), highlight=r.bottleneck)
         return describe(r), fig
-
-
-def real_vs_sim(network, ranks: int, algos, sizes) -> list[dict]:
-    """The same all-reduces on real ranks and in the simulator; prints a table and returns its rows."""
-    from ..sim.compare import side_by_side
-    rows = []
-    print(f"# {ranks} ranks; {network.describe()}")
-    print(f"# {'algo':18s} {'S':>9s} {'real ranks':>11s} {'simulator':>11s} {'difference':>10s} {'messages':>8s}"
-          f"  same messages?")
-    for algo in algos:
-        for size in sizes:
-            d = side_by_side(network, ranks, "allreduce", algo, parse_bytes(size, "size"))
-            d.pop("sim")
-            rows.append(d)
-            print(f"  {algo:18s} {fmt_bytes(d['bytes']):>9s} {fmt_time(d['real_s']):>11s} {fmt_time(d['sim_s']):>11s}"
-                  f" {d['error']:+10.3%} {d['messages']:8d}  {'yes' if d['same_pattern'] else 'NO'}")
-    return rows
