@@ -11,7 +11,7 @@ from ..collectives.experiments import FLAT, measure, ring_snapshots
 from ..figures.collectives import contributions, time_vs_size
 from ..net.network import network
 from ..units import fmt_bytes, fmt_time, parse_bytes
-from .panel import LAYOUT, STYLE, Panel, new_figure, slider
+from .panel import Panel, choice, dropdown, new_figure, slider
 
 SIZES = ["1K", "4K", "16K", "64K", "256K", "1M", "4M", "16M", "64M", "256M"]
 
@@ -55,14 +55,10 @@ class CollectivePanel(Panel):
         self.rows = None
         super().__init__({
             "ranks": slider(widgets.IntSlider, ranks, 2, cluster.MAX_RANKS, description="world size"),
-            "size": slider(widgets.SelectionSlider, options=SIZES, value=size, description="message size"),
-            "bandwidth": slider(widgets.SelectionSlider, options=["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s",
-                                                                  "400Gbit/s"],
-                                value=bandwidth, description="bandwidth"),
-            "latency": slider(widgets.SelectionSlider, options=["1us", "2us", "5us", "10us", "50us"], value=latency,
-                              description="latency"),
-            "algo": widgets.Dropdown(options=FLAT, value=algo, description="algorithm", style=STYLE,
-                                     layout=widgets.Layout(**LAYOUT)),
+            "size": choice(SIZES, size, "message size"),
+            "bandwidth": choice(["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"], bandwidth, "bandwidth"),
+            "latency": choice(["1us", "2us", "5us", "10us", "50us"], latency, "latency"),
+            "algo": dropdown(FLAT, algo, "algorithm"),
         })
 
     def render(self, ranks, size, bandwidth, latency, algo):

@@ -11,7 +11,7 @@ import ipywidgets as widgets
 
 from ..figures.ps import plot_accuracy, plot_servers, plot_staleness
 from ..units import fmt_bytes, fmt_time
-from .panel import STYLE, Panel, new_figure, slider
+from .panel import Panel, choice, new_figure, slider, toggle
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
 
@@ -29,24 +29,18 @@ class PSPanel(Panel):
         controls = {
             "workers": slider(widgets.IntSlider, workers, 2, 12, description="workers"),
             "servers": slider(widgets.IntSlider, servers, 1, 8, description="servers"),
-            "sharding": widgets.ToggleButtons(options=["range", "hash"], value=sharding, description="sharding",
-                                              style=STYLE),
-            "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth, description="bandwidth"),
-            "mode": widgets.ToggleButtons(options=["bsp", "ssp", "async"], value=mode, description="consistency",
-                                          style=STYLE),
+            "sharding": toggle(["range", "hash"], sharding, "sharding"),
+            "bandwidth": choice(BANDWIDTHS, bandwidth, "bandwidth"),
+            "mode": toggle(["bsp", "ssp", "async"], mode, "consistency"),
             "staleness": slider(widgets.IntSlider, staleness, 0, 8, description="staleness bound s"),
             "stragglers": slider(widgets.IntSlider, stragglers, 0, 4, description="stragglers / step"),
             "slowdown": slider(widgets.FloatSlider, value=slowdown, min=1.0, max=8.0, step=0.5,
                                description="straggler slowdown"),
         }
-        # the staleness bound applies to SSP only: greyed out otherwise
-        controls["mode"].observe(lambda change: self._enable(change["new"]), names="value")
-        self.controls = controls
-        self._enable(mode)
         super().__init__(controls)
 
-    def _enable(self, mode):
-        self.controls["staleness"].disabled = mode != "ssp"
+    def greyed(self, values):
+        return {"staleness": values["mode"] != "ssp"}          # the staleness bound applies to SSP only
 
     def _allreduce(self, workers, bandwidth, stragglers, slowdown):
         from ..ps.baseline import run_allreduce

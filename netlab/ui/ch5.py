@@ -1,5 +1,5 @@
-"""Chapter 5's panel: pick a fabric, servers, placement, routing, algorithm and scale;
-watch the simulated all-reduce, its bottleneck link, and the fabric drawn with each link's load.
+"""Chapter 5's panel: pick a fabric, servers, placement, routing, algorithm and scale; watch the
+simulated all-reduce, its bottleneck link, and the fabric drawn with each link's load.
 
 Every answer is a simulator run (``netlab.sim``) of the same schedules the real ranks execute;
 a 1,024-rank ring takes 0.7 s and 4,096 ranks 3.3 s on 2 cores, figure included (measured on an idle machine).
@@ -17,7 +17,7 @@ from ..figures.topology import draw as draw_topology
 from ..net import fabrics
 from ..net.topology import Host
 from ..units import fmt_bytes, fmt_time, parse_bytes
-from .panel import Panel, new_figure, slider
+from .panel import Panel, choice, columns, dropdown, slider, toggle
 
 ALGOS = [("flat ring", "ring"), ("hierarchical (leader per server)", "hierarchical"),
          ("hierarchical (rails)", "hierarchical_rail"), ("tree", "tree")]
@@ -60,53 +60,40 @@ class FabricPanel(Panel):
     """Widgets for the fabric explorer; ``last`` keeps the latest SimResult (headless-testable)."""
 
     min_height = "470px"
+    figsize = (10, 4.2)
 
     def __init__(self, fabric: str = "fat-tree", k: int = 8, ratio: float = 1, gpus: int = 1, nics: str = "rail",
                  placement: str = "ordered", routing: str = "ecmp", algo: str = "ring", ranks: int = 128,
                  size: str = "64M", seed: int = 0, max_ranks: int = 4096):
-        style, layout = {"description_width": "120px"}, {"width": "440px"}
+        layout = {"width": "440px"}
         self.controls = {
-            "fabric": widgets.ToggleButtons(options=["fat-tree", "spine-leaf"], value=fabric, description="fabric",
-                                            style=style),
-            "k": slider(widgets.SelectionSlider, options=[4, 8, 16, 32], value=k, description="fat-tree k"),
-            "ratio": slider(widgets.SelectionSlider, options=[1, 2, 4, 8], value=ratio,
-                            description="spine-leaf ratio :1"),
-            "gpus": slider(widgets.SelectionSlider, options=[1, 2, 4, 8], value=gpus, description="GPUs per server"),
-            "nics": widgets.Dropdown(options=NICS, value=nics, description="NICs", style=style,
-                                     layout=widgets.Layout(**layout)),
-            "placement": widgets.ToggleButtons(options=["ordered", "shuffled"], value=placement,
-                                               description="placement", style=style),
-            "routing": widgets.ToggleButtons(options=["ecmp", "adaptive", "spray"], value=routing,
-                                             description="routing", style=style),
-            "algo": widgets.Dropdown(options=ALGOS, value=algo, description="algorithm", style=style,
-                                     layout=widgets.Layout(**layout)),
-            "ranks": slider(widgets.SelectionSlider, options=[r for r in RANKS if r <= max_ranks], value=ranks,
-                            description="ranks"),
-            "size": slider(widgets.SelectionSlider, options=SIZES, value=size, description="all-reduce size"),
+            "fabric": toggle(["fat-tree", "spine-leaf"], fabric, "fabric"),
+            "k": choice([4, 8, 16, 32], k, "fat-tree k"),
+            "ratio": choice([1, 2, 4, 8], ratio, "spine-leaf ratio :1"),
+            "gpus": choice([1, 2, 4, 8], gpus, "GPUs per server"),
+            "nics": dropdown(NICS, nics, "NICs", layout=layout),
+            "placement": toggle(["ordered", "shuffled"], placement, "placement"),
+            "routing": toggle(["ecmp", "adaptive", "spray"], routing, "routing"),
+            "algo": dropdown(ALGOS, algo, "algorithm", layout=layout),
+            "ranks": choice([r for r in RANKS if r <= max_ranks], ranks, "ranks"),
+            "size": choice(SIZES, size, "all-reduce size"),
             "seed": slider(widgets.IntSlider, seed, 0, 19, description="seed (shuffle, hash)"),
         }
         for name in ("k", "ratio", "ranks", "size", "seed", "gpus"):
             self.controls[name].layout.width = layout["width"]
-            self.controls[name].style = style
-        # fat-tree k means nothing to a spine-leaf fabric and the ratio nothing to a fat-tree
-        self.controls["fabric"].observe(lambda change: self._enable(change["new"]), names="value")
-        self._enable(fabric)
-        left = widgets.VBox([self.controls[n] for n in ("fabric", "k", "ratio", "gpus", "nics", "placement")])
-        right = widgets.VBox([self.controls[n] for n in ("routing", "algo", "ranks", "size", "seed")])
-        super().__init__(self.controls, layout=widgets.HBox([left, right]))
+        left, right = ("fabric", "k", "ratio", "gpus", "nics", "placement"), ("routing", "algo", "ranks", "size", "seed")
+        super().__init__(self.controls, layout=columns(self.controls, left, right))
 
-    def _enable(self, fabric):
-        self.controls["k"].disabled = fabric != "fat-tree"
-        self.controls["ratio"].disabled = fabric != "spine-leaf"
+    def greyed(self, values):
+        """Fat-tree k means nothing to a spine-leaf fabric and the ratio nothing to a fat-tree."""
+        return {"k": values["fabric"] != "fat-tree", "ratio": values["fabric"] != "spine-leaf"}
 
     def run(self, fabric, k, ratio, gpus, nics, placement, routing, algo, ranks, size, seed):
         topo = build(fabric, k, float(ratio), gpus, nics, ranks)
         return sim.simulate(topo, "allreduce", algo, parse_bytes(size, "size"), ranks, placement=placement,
                             routing=routing, seed=seed)
 
-    def render(self, **setting):
-        r = self.run(**setting)
-        self.last = r
-        fig = new_figure(10, 4.2)
+    describe = staticmethod(describe)
+
+    def draw(self, fig, r):
         draw_topology(r.topology, r.utilization, ax=fig.subplots(), highlight=r.bottleneck)
-        return describe(r), fig
