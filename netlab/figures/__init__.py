@@ -6,10 +6,10 @@
 * ``ps``: per-server load, staleness, accuracy against time (chapter 3);
 * ``compress``: accuracy curves, step time against bandwidth, the method grid (chapter 4);
 * ``topology``: a fabric drawn with its link loads, busbw against scale (chapter 5);
-* ``congestion``: incast runs, step-time CDFs, PFC victims, DCTCP and DCQCN queues (chapter 6);
+* ``congestion``: incast runs, step-time CDFs, PFC victims, DCTCP and DCQCN queues, the congestion
+  tree of the fluid model at scale (chapter 6);
 * ``trace``: a profiled step's kernels per rank, step time against bucket size (chapter 7).
 
 A figure function draws what it is given and returns the figure; it runs nothing (the experiments
-live with their subjects) and holds no widget (``netlab.ui``). Left out: the simulator's PFC hotspot
-figure, which stays beside its scenario (``netlab.sim.hotspot.draw``).
+live with their subjects) and holds no widget (``netlab.ui``).
 """
