@@ -267,16 +267,16 @@ def choice(options, value, description: str):
     return slider(widgets.SelectionSlider, options=options, value=value, description=description)
 
 
-def dropdown(options, value, description: str, style: dict = STYLE, layout: dict = LAYOUT):
+def dropdown(options, value, description: str, *, style: dict = STYLE, layout: dict = LAYOUT):
     return widgets.Dropdown(options=options, value=value, description=description, style=style,
                             layout=widgets.Layout(**layout))
 
 
-def toggle(options, value, description: str, style: dict = STYLE):
+def toggle(options, value, description: str, *, style: dict = STYLE):
     return widgets.ToggleButtons(options=options, value=value, description=description, style=style)
 
 
-def columns(controls: dict, left, right, left_layout: dict | None = None) -> widgets.HBox:
+def columns(controls: dict, left, right, *, left_layout: dict | None = None) -> widgets.HBox:
     """Two columns of the named controls, side by side (``left_layout``: the left column's Layout)."""
     extra = {"layout": widgets.Layout(**left_layout)} if left_layout else {}
     return widgets.HBox([widgets.VBox([controls[n] for n in left], **extra),
