@@ -16,7 +16,7 @@ Units: B = bytes, Gbit/s = 1e9 bit/s.
 import argparse
 import time
 
-from netlab.compress import figures, pays, table
+from netlab.compress import pays, table
 from netlab.compress.codec_cost import describe_codec
 
 
@@ -44,7 +44,7 @@ def main():
           f"device {args.device}, {describe_codec(args.codec)}")
     print(f"{'method':36s} {'payload B':>10s} {'codec Gbit/s':>12s} {'x at 100Mbit/s':>15s} {'x at 400Gbit/s':>15s}  pays below")
     base = {r["bandwidth"]: r["step_s"] for r in rows if r["method"] == "none"}
-    for row in figures.crossover_table(rows):
+    for row in pays.crossover_table(rows):
         lab = row["method"]
         fast = next(r for r in rows if r["label"] == lab and r["bandwidth"] == "400Gbit/s")
         print(f"{lab:36s} {row['payload_bytes']:10.0f} {row['codec Gbit/s']:12.2f} "

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from netlab.net import fabrics  # noqa: E402
 from netlab.net.topology import Host  # noqa: E402
 from netlab.sim import experiments as E  # noqa: E402
-from netlab.ui.ch5 import scaling_plot  # noqa: E402
+from netlab.figures.topology import scaling_plot  # noqa: E402
 
 
 def ecmp(out: str, seeds: int) -> None:

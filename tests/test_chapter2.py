@@ -8,6 +8,7 @@ import torch
 
 import netlab
 from netlab import cost, zero
+from netlab.collectives import experiments
 from netlab.ui import ch2
 
 NET = netlab.network("10Gbit/s", "5us")
@@ -30,7 +31,7 @@ def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
 
 def test_ring_snapshots_show_the_textbook_states():
     p = 4
-    shots = ch2.ring_snapshots(p)
+    shots = experiments.ring_snapshots(p)
     assert len(shots) == 2 * (p - 1) + 1
     assert shots[0] == [[1 << r] * p for r in range(p)]                  # each rank: only itself
     after_rs = shots[p - 1]
@@ -40,16 +41,16 @@ def test_ring_snapshots_show_the_textbook_states():
 
 
 def test_examples_agree_with_their_definitions():
-    values = ch2.example("allreduce", ranks=3, n=2)
+    values = experiments.example("allreduce", ranks=3, n=2)
     assert all(after == [60, 63] for _, after in values)                 # 10+20+30, 11+21+31
-    gathered = ch2.example("allgather", ranks=3)
+    gathered = experiments.example("allgather", ranks=3)
     assert all(after == [10, 20, 30] for _, after in gathered)
 
 
 def test_panel_measures_every_algorithm_beside_its_formula(capsys):
     panel = ch2.CollectivePanel(ranks=4, size="1M", bandwidth="10Gbit/s")
     rows = panel.rows
-    assert {r["algo"] for r in rows} == set(ch2.FLAT)
+    assert {r["algo"] for r in rows} == set(experiments.FLAT)
     for r in rows:
         assert r["time_s"] == pytest.approx(r["predicted_s"], rel=0.01)
     panel.controls["ranks"].value = 8

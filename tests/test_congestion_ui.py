@@ -1,6 +1,6 @@
 """Chapter 6's panel runs headless: each setting simulates and draws on its own Figure; bad ones explain."""
 from netlab.fabric import jitter, victim
-from netlab.fabric.figures import draw_step_times, draw_victim
+from netlab.figures.congestion import draw_step_times, draw_victim
 from netlab.ui.ch6 import CongestionPanel
 from matplotlib.figure import Figure
 

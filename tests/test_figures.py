@@ -4,9 +4,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from netlab import plots  # noqa: E402
-from netlab.compress.table import TABLE  # noqa: E402
 from netlab.compress.pays import label  # noqa: E402
+from netlab.compress.table import TABLE  # noqa: E402
+from netlab.figures import collectives, common  # noqa: E402
 
 
 def _look(style):
@@ -14,17 +14,17 @@ def _look(style):
 
 
 def test_every_algorithm_and_method_has_its_own_look():
-    algos = [_look(plots.algorithm_style(a)) for a in plots.ALGORITHMS]
+    algos = [_look(common.algorithm_style(a)) for a in common.ALGORITHMS]
     assert len(set(algos)) == len(algos)
-    methods = [_look(plots.method_style(label(m, o))) for m, o in TABLE]
+    methods = [_look(common.method_style(label(m, o))) for m, o in TABLE]
     assert len(set(methods)) == len(methods)                  # fp16 vs bf16, PowerSGD rank 1 vs 2 included
-    assert plots.method_style("none")["color"] == "black" and plots.method_style("none")["linestyle"] == "--"
+    assert common.method_style("none")["color"] == "black" and common.method_style("none")["linestyle"] == "--"
 
 
 def test_equal_costs_stay_visible_and_lines_are_labelled():
     rows = [{"algo": a, "bytes": s, "time_s": 1e-3 * s / 1e6, "predicted_s": 1e-3 * s / 1e6}
             for a in ("naive", "ring") for s in (1e3, 1e6)]          # two algorithms with identical times
-    fig = plots.time_vs_size(rows)
+    fig = collectives.time_vs_size(rows)
     ax = fig.axes[0]
     markers = [line for line in ax.lines if line.get_linestyle() == "None"]
     xs = {tuple(line.get_xdata()) for line in markers}
@@ -57,7 +57,7 @@ def test_line_labels_stay_beside_their_lines_whatever_the_data_range():
     from PIL import Image
     rows = [{"algo": a, "ranks": p, "predicted_s": k * p * 1e-6, "time_s": k * p * 1e-6}
             for a, k in (("ring", 10), ("tree", 5)) for p in (2, 4, 8)]
-    fig = plots.time_vs_ranks(rows)
+    fig = collectives.time_vs_ranks(rows)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     width, height = Image.open(io.BytesIO(buf.getvalue())).size

@@ -115,10 +115,12 @@ def test_same_seed_same_numbers():
 
 def test_figure_draws_on_a_figure_object():
     from matplotlib.figure import Figure
+
+    from netlab.figures.congestion import draw_hotspot
     topo = fabrics.fat_tree(4)
     on, off = hotspot.compare(topology=topo, k=4, senders=4, size=200e3, background=4, seed=0)
     fig = Figure(figsize=(9, 3.5))
-    hotspot.draw(fig, on, off)
+    draw_hotspot(fig, on, off)
     assert len(fig.axes) == 2
 
 

@@ -4,7 +4,8 @@ import pytest
 
 from netlab.net import fabrics
 from netlab.sim import experiments
-from netlab.ui.ch5 import FabricPanel, build, describe, scaling_plot
+from netlab.figures.topology import scaling_plot
+from netlab.ui.ch5 import FabricPanel, build, describe
 
 
 def test_panel_simulates_the_chosen_fabric_and_keeps_the_result():

@@ -4,7 +4,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from netlab.net import draw, fabrics
+from netlab.figures.topology import draw
+from netlab.net import fabrics
 from netlab.net.routing import flow_hash, route
 from netlab.net.topology import Host
 
@@ -146,7 +147,7 @@ def test_parse_sizes_the_fabric_for_the_ranks():
 def test_drawing_colours_links_by_load_and_marks_the_bottleneck(make):
     t = make()
     load = np.linspace(0, 1, t.links)
-    fig = draw.draw(t, load, highlight=t.links - 1)
+    fig = draw(t, load, highlight=t.links - 1)
     assert "bottleneck" in " ".join(x.get_text() for x in fig.axes[0].texts)
     assert len(fig.axes) == 2                                         # the drawing and its colour bar
     plt.close(fig)

@@ -12,7 +12,8 @@ compression beat tuned synchronous training in 6 of 200+ setups).
 ``netlab.run`` per bandwidth; every method's step inside it starts from a fresh clock after a
 barrier, on the same real gradient). ``crossover`` finds where a method's curve crosses the
 baseline's: between two measured bandwidths the step time is a + b/B (every message costs
-alpha + n/B on an uncontended network), so the crossing is solved exactly on that segment.
+alpha + n/B on an uncontended network), so the crossing is solved exactly on that segment;
+``crossover_table`` lists it per method with the speedup on the slowest link and the codec's speed.
 """
 from __future__ import annotations
 
@@ -146,4 +147,25 @@ def bandwidth_label(bps: float | None) -> str:
     return f"{bps * 8 / 1e9:.3g} Gbit/s"
 
 
-__all__ = ["BANDWIDTHS", "step_times", "crossover", "allgather_crossover", "bandwidth_label", "one_step_each"]
+__all__ = ["BANDWIDTHS", "step_times", "crossover", "crossover_table", "allgather_crossover", "bandwidth_label",
+           "one_step_each"]
+
+
+def crossover_table(rows, baseline_label: str = "none") -> list[dict]:
+    """Per method: its speedup at the slowest link, how fast its codec processes the fp32 gradient
+    (dense bytes / codec seconds, in Gbit/s to compare with links), and the bandwidth above which it
+    stops beating fp32."""
+    out = []
+    slowest = min(r["bandwidth_Bps"] for r in rows)
+    base = {r["bandwidth_Bps"]: r["step_s"] for r in rows if r["label"] == baseline_label}
+    for lab in dict.fromkeys(r["label"] for r in rows):
+        if lab == baseline_label:
+            continue
+        low = next(r for r in rows if r["label"] == lab and r["bandwidth_Bps"] == slowest)
+        cross = crossover(rows, lab, baseline_label)
+        out.append({"method": lab, "payload_bytes": low["payload_bytes"],
+                    f"speedup at {low['bandwidth']}": base[slowest] / low["step_s"],
+                    "codec Gbit/s": low["dense_bytes"] * 8 / 1e9 / low["codec_s"] if low["codec_s"] else float("inf"),
+                    "pays below": bandwidth_label(cross) if cross else
+                    ("always (in range)" if low["step_s"] < base[slowest] else "never (in range)")})
+    return out

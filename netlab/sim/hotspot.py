@@ -13,7 +13,7 @@ cross a paused link lose throughput (victims). Without PFC the hot port drops th
 and the background keeps its rate -- except where incast flows at line rate collide with it on an
 upstream link before DCQCN has cut them: there both lose bytes, and such a background flow is
 faster with PFC (the default run has both kinds; ``victims_slowdown`` shows which). The model is ``congestion.run``'s fluid; see there for what it
-leaves out. ``draw`` puts the comparison on a ``matplotlib.figure.Figure``.
+leaves out. Its figure is ``netlab.figures.congestion.draw_hotspot``.
 """
 from __future__ import annotations
 
@@ -104,23 +104,3 @@ def compare(**options) -> tuple[Hotspot, Hotspot]:
     options.pop("pfc", None)
     topo = options.pop("topology", None) or fabrics.fat_tree(options.get("k", 8), nic=options.get("nic", "100GbE"))
     return incast_hotspot(pfc=True, topology=topo, **options), incast_hotspot(pfc=False, topology=topo, **options)
-
-
-def draw(fig, on: Hotspot, off: Hotspot) -> None:
-    """Two panels on `fig`: background flows' completion times (PFC on vs off) and pause time per layer."""
-    ax1, ax2 = fig.subplots(1, 2)
-    bg_on, bg_off = on.run.fct[on.background] * 1e3, off.run.fct[off.background] * 1e3
-    ax1.scatter(bg_off, bg_on, s=12)
-    hi = float(np.nanmax(np.concatenate([bg_on, bg_off])))
-    ax1.plot([0, hi], [0, hi], "k--", lw=0.8)
-    ax1.set(xlabel="background flow completion, PFC off (ms)", ylabel="PFC on (ms)",
-            title="victims: above the line are slower with PFC")
-    t = on.topology
-    layers = {"host -> ToR": t.link_kind == 0, "fabric": t.link_kind == 1}
-    above = np.zeros(t.links, dtype=bool)
-    above[on.above_hot_tor()] = True
-    names = ["hosts' NIC links", "above the hot ToR", "other fabric links"]
-    masks = [layers["host -> ToR"], above, layers["fabric"] & ~above]
-    ax2.bar(names, [on.run.pause_s[m].sum() * 1e3 for m in masks])
-    ax2.set(ylabel="pause time, summed over links (ms)", title="PFC pauses spread up the tree")
-    ax2.tick_params(axis="x", labelrotation=15)

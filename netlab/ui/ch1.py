@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import plots
 from ..cluster import MAX_RANKS
 from ..data import load
+from ..figures.common import margins
+from ..figures.step import timeline
 from ..net.presets import DEVICES
 from ..step import measure_step
 from ..train import grad_bytes
 from ..units import fmt_bytes, fmt_time
-from .panel import LAYOUT, STYLE, Panel, new_figure, slider
+from .panel import Panel, choice, dropdown, new_figure, slider
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 LATENCIES = ["1us", "2us", "5us", "10us", "20us", "50us", "100us"]
@@ -33,12 +34,11 @@ class StepPanel(Panel):
         sizes = [(f"{fmt_bytes(grad_bytes(w))} (width {w})", w) for w in WIDTHS if w <= max_width]
         super().__init__({
             "ranks": slider(widgets.IntSlider, ranks, 1, MAX_RANKS, description="nodes"),
-            "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth, description="bandwidth"),
-            "latency": slider(widgets.SelectionSlider, options=LATENCIES, value=latency, description="latency"),
-            "width": slider(widgets.SelectionSlider, options=sizes, value=width, description="gradient size"),
-            "batch": slider(widgets.SelectionSlider, options=BATCHES, value=batch, description="samples/device"),
-            "device": widgets.Dropdown(options=list(DEVICES), value=device, description="device", style=STYLE,
-                                       layout=widgets.Layout(**LAYOUT)),
+            "bandwidth": choice(BANDWIDTHS, bandwidth, "bandwidth"),
+            "latency": choice(LATENCIES, latency, "latency"),
+            "width": choice(sizes, width, "gradient size"),
+            "batch": choice(BATCHES, batch, "samples/device"),
+            "device": dropdown(list(DEVICES), device, "device"),
         })
 
     def render(self, ranks, bandwidth, latency, width, batch, device):
@@ -58,9 +58,9 @@ class StepPanel(Panel):
             height = top + max(1.2, rows) + bottom
             fig = new_figure(9, height)
             ax = fig.subplots()
-            plots.margins(fig, 0.9, 0.25, bottom, top)
+            margins(fig, 0.9, 0.25, bottom, top)
             self._figures[ranks] = fig, ax
         fig, ax = self._figures[ranks]
-        plots.timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
-                       title="one training step: its split (top) and each rank's timeline")
+        timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
+                 title="one training step: its split (top) and each rank's timeline")
         return text, fig

@@ -1,66 +1,19 @@
-"""Chapter 3's panel and figures: parameter servers against ring all-reduce, on real ranks.
+"""Chapter 3's panel: parameter servers against ring all-reduce, on real ranks.
 
 Every change of a control trains chapter 1's MLP twice on real ranks -- through parameter servers
 with the chosen layout and consistency, and through a ring all-reduce with the same workers and
 stragglers -- and draws per-server bytes and port utilization (the hotspot), the staleness
-histogram, and accuracy against virtual time for both.
+histogram, and accuracy against virtual time for both (``netlab.figures.ps``).
 """
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
+from ..figures.ps import plot_accuracy, plot_servers, plot_staleness
 from ..units import fmt_bytes, fmt_time
-from .panel import STYLE, Panel, new_figure, slider
+from .panel import Panel, choice, new_figure, slider, toggle
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
-
-
-def plot_servers(result, ax=None, title="per-server load"):
-    """Bars: bytes through each server's NIC; the label: how busy its incoming port was."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4, 3))
-    nbytes = result.server_bytes
-    share = [b / sum(nbytes) for b in nbytes]
-    bars = ax.bar(range(len(nbytes)), [b / 1e6 for b in nbytes], color="#dd8452")
-    hot = max(range(len(nbytes)), key=nbytes.__getitem__)
-    bars[hot].set_color("#c44e52")
-    for i, (bar, s, u) in enumerate(zip(bars, share, result.server_util)):
-        ax.annotate(f"{s:.0%}\nbusy {u:.0%}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=8)
-    ax.set(xlabel="server", ylabel="MB in + out (1 MB = 1e6 B)", title=title)
-    ax.set_xticks(range(len(nbytes)))
-    ax.margins(y=0.3)
-    return ax
-
-
-def plot_staleness(histograms: dict, ax=None, title="staleness of updates"):
-    """One bar series per run: how many updates were applied `x` versions after their read."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4, 3))
-    n = max(len(histograms), 1)
-    for j, (label, hist) in enumerate(histograms.items()):
-        total = sum(hist.values()) or 1
-        xs = sorted(hist)
-        ax.bar([x + (j - (n - 1) / 2) * 0.8 / n for x in xs], [hist[x] / total for x in xs], width=0.8 / n,
-               label=label)
-    ax.set(xlabel="staleness (updates between read and apply)", ylabel="fraction of updates", title=title)
-    ax.legend(frameon=False, fontsize=8)
-    return ax
-
-
-def plot_accuracy(curves: dict, ax=None, title="accuracy vs time"):
-    """curves: label -> history dict with time_s and accuracy (virtual seconds)."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4, 3))
-    longest = max((h["time_s"][-1] for h in curves.values() if h["time_s"]), default=1.0)
-    factor, unit = (1e3, "ms") if longest < 1 else (1.0, "s")
-    for label, hist in curves.items():
-        ax.plot([t * factor for t in hist["time_s"]], hist["accuracy"], "o-", ms=3, label=label)
-    ax.set(xlabel=f"virtual time ({unit})", ylabel="test accuracy", title=title, ylim=(0, 1))
-    ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize=8)
-    return ax
 
 
 class PSPanel(Panel):
@@ -76,24 +29,18 @@ class PSPanel(Panel):
         controls = {
             "workers": slider(widgets.IntSlider, workers, 2, 12, description="workers"),
             "servers": slider(widgets.IntSlider, servers, 1, 8, description="servers"),
-            "sharding": widgets.ToggleButtons(options=["range", "hash"], value=sharding, description="sharding",
-                                              style=STYLE),
-            "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth, description="bandwidth"),
-            "mode": widgets.ToggleButtons(options=["bsp", "ssp", "async"], value=mode, description="consistency",
-                                          style=STYLE),
+            "sharding": toggle(["range", "hash"], sharding, "sharding"),
+            "bandwidth": choice(BANDWIDTHS, bandwidth, "bandwidth"),
+            "mode": toggle(["bsp", "ssp", "async"], mode, "consistency"),
             "staleness": slider(widgets.IntSlider, staleness, 0, 8, description="staleness bound s"),
             "stragglers": slider(widgets.IntSlider, stragglers, 0, 4, description="stragglers / step"),
             "slowdown": slider(widgets.FloatSlider, value=slowdown, min=1.0, max=8.0, step=0.5,
                                description="straggler slowdown"),
         }
-        # the staleness bound applies to SSP only: greyed out otherwise
-        controls["mode"].observe(lambda change: self._enable(change["new"]), names="value")
-        self.controls = controls
-        self._enable(mode)
         super().__init__(controls)
 
-    def _enable(self, mode):
-        self.controls["staleness"].disabled = mode != "ssp"
+    def greyed(self, values):
+        return {"staleness": values["mode"] != "ssp"}          # the staleness bound applies to SSP only
 
     def _allreduce(self, workers, bandwidth, stragglers, slowdown):
         from ..ps.baseline import run_allreduce

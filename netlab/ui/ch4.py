@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..compress import METHODS, figures, pays
+from ..compress import METHODS, pays
 from ..compress.training import run_training
+from ..figures.compress import accuracy_curves, step_time_vs_bandwidth
 from ..units import fmt_bytes, fmt_time, parse_bandwidth
-from .panel import LAYOUT, STYLE, Panel, new_figure, slider
+from .panel import STYLE, Panel, choice, dropdown, new_figure, slider
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 RATIOS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3]
@@ -26,27 +27,22 @@ class CompressPanel(Panel):
                  ranks: int = 4, steps: int = 200, max_ranks: int = 8, sweep=pays.BANDWIDTHS):
         self.steps, self.sweep = steps, list(sweep)
         self._baselines, self._sweeps = {}, {}
-        self.controls = {
-            "method": widgets.Dropdown(options=list(METHODS), value=method, description="method",
-                                       style=STYLE, layout=widgets.Layout(**LAYOUT)),
-            "ratio": slider(widgets.SelectionSlider, options=RATIOS, value=0.01, description="ratio (k/d)"),
+        super().__init__({
+            "method": dropdown(list(METHODS), method, "method"),
+            "ratio": choice(RATIOS, 0.01, "ratio (k/d)"),
             "rank": slider(widgets.IntSlider, 1, 1, 4, description="rank r"),
-            "bits": slider(widgets.SelectionSlider, options=[2, 4, 8], value=4, description="bits (QSGD)"),
-            "tau": slider(widgets.SelectionSlider, options=TAUS, value=0.01, description="threshold tau"),
+            "bits": choice([2, 4, 8], 4, "bits (QSGD)"),
+            "tau": choice(TAUS, 0.01, "threshold tau"),
             "error_feedback": widgets.Checkbox(error_feedback, description="error feedback", style=STYLE),
-            "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth,
-                                description="bandwidth"),
+            "bandwidth": choice(BANDWIDTHS, bandwidth, "bandwidth"),
             "ranks": slider(widgets.IntSlider, ranks, 2, max_ranks, description="nodes"),
-        }
-        self.controls["method"].observe(lambda change: self._enable(change["new"]), names="value")
-        self._enable(method)
-        super().__init__(self.controls)
+        })
 
-    def _enable(self, method):
-        knob = METHODS[method][0]
-        for name in ("ratio", "rank", "bits", "tau"):
-            self.controls[name].disabled = name != knob
-        self.controls["error_feedback"].disabled = method == "none"
+    def greyed(self, values):
+        """Only the chosen method's knob is live; error feedback means nothing without compression."""
+        knob = METHODS[values["method"]][0]
+        return {**{name: name != knob for name in ("ratio", "rank", "bits", "tau")},
+                "error_feedback": values["method"] == "none"}
 
     def options(self, method, ratio, rank, bits, tau) -> dict:
         knob = METHODS[method][0]
@@ -85,7 +81,7 @@ class CompressPanel(Panel):
                          "  no crossover between 100 Mbit/s and 400 Gbit/s")
         fig = new_figure(10, 7)
         grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
-        figures.accuracy_curves([] if method == "none" else [r], base,
-                                axes=[fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])])
-        figures.step_time_vs_bandwidth(rows, ax=fig.add_subplot(grid[1, :]), mark=parse_bandwidth(bandwidth))
+        accuracy_curves([] if method == "none" else [r], base,
+                        axes=[fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])])
+        step_time_vs_bandwidth(rows, ax=fig.add_subplot(grid[1, :]), mark=parse_bandwidth(bandwidth))
         return "\n".join(lines), fig

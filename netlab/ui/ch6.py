@@ -1,5 +1,6 @@
 """Chapter 6's panel: senders, block size, bandwidth, buffer, transport, ECN threshold, PFC and RTOmin;
-each change runs an incast round in the packet fabric and draws the flows' rates and the queue.
+each change runs an incast round in the packet fabric and draws the flows' rates and the queue
+(``netlab.figures.congestion.draw_run``).
 
 Built on :class:`netlab.ui.panel.Panel` like every chapter's panel: a new ``Figure`` per answer (no
 pyplot state: the callback may run on another kernel thread), shown by replacing the output's
@@ -8,13 +9,12 @@ contents. ``last`` keeps the latest run for tests.
 from __future__ import annotations
 
 import ipywidgets as widgets
-from matplotlib.figure import Figure
 
 from ..fabric import ECN, PFC, incast
-from ..fabric.figures import draw_run
 from ..fabric.scenarios import default_ecn, headroom
+from ..figures.congestion import draw_run
 from ..units import fmt_time, parse_bandwidth, parse_bytes, parse_time
-from .panel import LAYOUT, STYLE, Panel, new_figure, slider
+from .panel import Panel, choice, columns, dropdown, toggle
 
 TRANSPORTS = ["reno", "cubic", "dctcp", "dcqcn", "ideal"]
 MARKED = ("dctcp", "dcqcn")                   # the transports that react to ECN marks
@@ -46,42 +46,30 @@ class CongestionPanel(Panel):
     ignore marks."""
 
     min_height = "470px"
+    figsize = (10, 4.6)
 
     def __init__(self, senders=16, block="256K", bandwidth="1Gbit/s", buffer="64K", transport="reno",
                  ecn_k="default", pfc=False, rto_min="200ms"):
         style = {"description_width": "110px"}
         controls = {
-            "senders": slider(widgets.SelectionSlider, options=[1, 2, 4, 8, 16, 32], value=senders,
-                              description="senders"),
-            "block": slider(widgets.SelectionSlider, options=["16K", "64K", "256K", "1M"], value=block,
-                            description="block"),
-            "bandwidth": widgets.ToggleButtons(options=["1Gbit/s", "10Gbit/s"], value=bandwidth,
-                                               description="bandwidth", style=style),
-            "buffer": slider(widgets.SelectionSlider, options=["16K", "32K", "64K", "128K", "256K", "1M", "4M"],
-                             value=buffer, description="buffer"),
-            "transport": widgets.ToggleButtons(options=TRANSPORTS, value=transport, description="transport", style=style),
-            "ecn_k": widgets.Dropdown(options=["default", "5K", "15K", "30K", "60K", "100K"], value=ecn_k,
-                                      description="ECN K", style=STYLE, layout=widgets.Layout(**LAYOUT)),
+            "senders": choice([1, 2, 4, 8, 16, 32], senders, "senders"),
+            "block": choice(["16K", "64K", "256K", "1M"], block, "block"),
+            "bandwidth": toggle(["1Gbit/s", "10Gbit/s"], bandwidth, "bandwidth", style=style),
+            "buffer": choice(["16K", "32K", "64K", "128K", "256K", "1M", "4M"], buffer, "buffer"),
+            "transport": toggle(TRANSPORTS, transport, "transport", style=style),
+            "ecn_k": dropdown(["default", "5K", "15K", "30K", "60K", "100K"], ecn_k, "ECN K"),
             "pfc": widgets.Checkbox(value=pfc, description="PFC (lossless)", style=style),
-            "rto_min": widgets.ToggleButtons(options=["200ms", "10ms", "1ms", "200us"], value=rto_min,
-                                             description="RTOmin", style=style),
+            "rto_min": toggle(["200ms", "10ms", "1ms", "200us"], rto_min, "RTOmin", style=style),
         }
-        controls["transport"].observe(lambda change: self._enable(change["new"]), names="value")
-        self.controls = controls
-        self._enable(transport)
-        left = widgets.VBox([controls[n] for n in ("senders", "block", "buffer", "ecn_k")],   # readouts visible
-                            layout=widgets.Layout(width="480px", flex="0 0 480px"))
-        right = widgets.VBox([controls[n] for n in ("bandwidth", "transport", "rto_min", "pfc")])
-        super().__init__(controls, layout=widgets.HBox([left, right]))
+        left, right = ("senders", "block", "buffer", "ecn_k"), ("bandwidth", "transport", "rto_min", "pfc")
+        super().__init__(controls, layout=columns(controls, left, right,     # wide enough to show the readouts
+                                                  left_layout={"width": "480px", "flex": "0 0 480px"}))
 
-    def _enable(self, transport):
-        self.controls["ecn_k"].disabled = transport not in MARKED      # Reno, CUBIC, ideal ignore ECN marks
+    def greyed(self, values):
+        return {"ecn_k": values["transport"] not in MARKED}       # Reno, CUBIC, ideal ignore ECN marks
 
-    def figure(self, run) -> Figure:
-        fig = new_figure(10, 4.6)
-        return draw_run(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}")
+    run = staticmethod(run_setting)          # a ValueError is shown as "cannot run this setting: ..."
+    describe = staticmethod(describe)
 
-    def render(self, **setting):
-        run = run_setting(**setting)          # a ValueError is shown as "cannot run this setting: ..."
-        self.last = run
-        return describe(run), self.figure(run)
+    def draw(self, fig, run):
+        draw_run(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}")

@@ -21,9 +21,14 @@ Why a base class, and why it does not use pyplot or ``interactive_output``:
 * **Coalescing.** Several changes that arrive while a run is pending collapse into one run with
   the controls' latest values.
 
-Subclasses define ``controls`` (a dict of widgets, in display order) and ``render(**values)``,
-which returns ``(text, figure_or_None)`` and may set ``self.last``. Tests drive a panel by setting
-a control's ``value`` from the main thread, which runs ``render`` at once.
+A chapter's panel says only what is particular to it: its controls (a dict of widgets in display
+order, built with ``slider``, ``choice``, ``dropdown`` and ``toggle`` so every panel looks alike),
+optionally ``greyed(values)`` (the controls that mean nothing at these values, greyed out on every
+change), and either ``run(**values)`` with ``describe(result)`` and ``draw(figure, result)`` on a
+``figsize`` figure, or ``render(**values)`` returning ``(text, figure_or_None)`` when a change is
+more than one run. ``last`` keeps the latest result. Tests drive a panel by setting a control's
+``value`` from the main thread, which runs at once. Left out: pyplot, and anything a chapter runs
+(the experiments live with their subjects; the figures in ``netlab.figures``).
 """
 from __future__ import annotations
 
@@ -110,6 +115,7 @@ class Panel:
         self._pending = False
         self._held, self._dirty = 0, False
         self._lock = threading.Lock()
+        self._grey()
         for control in controls.values():
             control.observe(self._changed, names="value")
         self.widget = widgets.VBox([layout or widgets.VBox(list(controls.values())), self.status, self.out])
@@ -118,8 +124,37 @@ class Panel:
             self.refresh()
 
     # -- what subclasses provide -------------------------------------------------------------------
+    figsize: tuple[float, float] | None = None       # inches of the figure ``figure`` draws; None: none
+
     def render(self, **values):                                  # -> (text, Figure | None)
-        raise NotImplementedError
+        """One change: run the setting, keep its result in ``last``, show its description and figure."""
+        self.last = self.run(**values)
+        return self.describe(self.last), self.figure(self.last)
+
+    def run(self, **values):
+        raise NotImplementedError("a panel defines run(**values), or render(**values) itself")
+
+    def describe(self, result) -> str:
+        return ""
+
+    def figure(self, result) -> Figure | None:
+        """A new ``figsize`` figure with ``draw`` on it (None without a ``figsize``)."""
+        if self.figsize is None:
+            return None
+        fig = new_figure(*self.figsize)
+        self.draw(fig, result)
+        return fig
+
+    def draw(self, fig: Figure, result) -> None:
+        raise NotImplementedError("a panel with a figsize defines draw(fig, result)")
+
+    def greyed(self, values: dict) -> dict:
+        """{control name: True to grey it out} at these values; a control not named keeps its state."""
+        return {}
+
+    def _grey(self) -> None:
+        for name, off in self.greyed(self.values()).items():
+            self.controls[name].disabled = off
 
     # -- running --------------------------------------------------------------------------------------
     def values(self) -> dict:
@@ -193,6 +228,7 @@ class Panel:
         return ([_text_output(text)] if text else []) + ([_image_output(png)] if png is not None else [])
 
     def _changed(self, change) -> None:
+        self._grey()                                                      # at once, whoever runs the change
         if self._held:
             self._dirty = True
             return
@@ -224,3 +260,24 @@ def slider(kind, *args, description: str, **kwargs):
     """A slider that reports only on release (each change is a run on real ranks)."""
     return kind(*args, description=description, continuous_update=False, style=STYLE,
                 layout=widgets.Layout(**LAYOUT), **kwargs)
+
+
+def choice(options, value, description: str):
+    """A slider over `options` (a SelectionSlider) that reports only on release."""
+    return slider(widgets.SelectionSlider, options=options, value=value, description=description)
+
+
+def dropdown(options, value, description: str, *, style: dict = STYLE, layout: dict = LAYOUT):
+    return widgets.Dropdown(options=options, value=value, description=description, style=style,
+                            layout=widgets.Layout(**layout))
+
+
+def toggle(options, value, description: str, *, style: dict = STYLE):
+    return widgets.ToggleButtons(options=options, value=value, description=description, style=style)
+
+
+def columns(controls: dict, left, right, *, left_layout: dict | None = None) -> widgets.HBox:
+    """Two columns of the named controls, side by side (``left_layout``: the left column's Layout)."""
+    extra = {"layout": widgets.Layout(**left_layout)} if left_layout else {}
+    return widgets.HBox([widgets.VBox([controls[n] for n in left], **extra),
+                         widgets.VBox([controls[n] for n in right])])

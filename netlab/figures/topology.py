@@ -1,4 +1,5 @@
-"""Draw a Topology with each link coloured by its load, and its bottleneck link marked.
+"""Chapter 5's figures: a Topology with each link coloured by its load and its bottleneck link marked
+(``draw``), and busbw against scale for several fabric designs (``scaling_plot``).
 
     draw(topo)                                  # structure only
     draw(topo, load=result.utilization, highlight=result.bottleneck)
@@ -7,7 +8,8 @@ Nodes sit where the builders put them (``pos``): hosts at the bottom, leaves, th
 aggregation and core switches; a ring on a circle, a torus on its grid. A full-duplex link is one
 line coloured by the busier of its two directions. Above ``max_endpoints`` accelerators only the
 switches and the links between them are drawn (a 1,024-host fat-tree would be a grey smear); a
-leaf's host links then show as the colour of the leaf's marker (their busiest one).
+leaf's host links then show as the colour of the leaf's marker (their busiest one). Left out: building
+fabrics (``netlab.net.fabrics``) and simulating on them (``netlab.sim``).
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
 
-from .topology import KINDS, Topology
+from ..net.topology import KINDS, Topology
+from .common import label_lines, log_grid
 
 STYLE = {"switch": ("s", 46, "#4c4c4c"), "host": ("D", 14, "#8c8c8c"), "nic": ("v", 12, "#8c8c8c"),
          "accelerator": ("o", 18, "#1f77b4")}
@@ -97,4 +100,44 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
     ax.autoscale()
     ax.margins(0.03)
     ax.set_axis_off()
+    return fig
+
+
+def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
+    """busbw (log) against ranks (log 2), one small panel per design (rows from ``experiments.scaling``):
+    rank order solid with filled markers, 'shuffled' placement dotted with open markers, so neither
+    hides the other where they coincide. With `ax`, every design on that one axes, labelled at its end."""
+    designs = list(dict.fromkeys(r["design"] for r in rows))
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+
+    def pts(name, placement):
+        return sorted((r["ranks"], r["busbw_GBps"]) for r in rows
+                      if r["design"] == name and r.get("placement", "ordered") == placement)
+    if ax is None:
+        fig, axes = plt.subplots(1, len(designs), figsize=(3.3 * len(designs), 3.3), sharey=True, squeeze=False)
+        axes = list(axes.flat)
+    else:
+        fig, axes = ax.figure, [ax] * len(designs)
+    ends = {}
+    for i, (a, name) in enumerate(zip(axes, designs)):
+        colour = colours[i % len(colours)]
+        for placement, line, face in (("ordered", "-", colour), ("shuffled", ":", "white")):
+            p = pts(name, placement)
+            if p:
+                a.plot(*zip(*p), ls=line, marker="o", ms=5, color=colour, mfc=face, lw=1.6)
+                if placement == "ordered":
+                    ends[name] = (*zip(*p), colour)
+        a.set_xscale("log", base=2)
+        a.set_yscale("log")
+        log_grid(a)
+        a.set_xlabel("ranks")
+        if len(set(map(id, axes))) > 1:
+            a.set_title(textwrap.fill(name, 34), fontsize=9, color=colour)
+    axes[0].set_ylabel("busbw (GB/s, GB = 1e9 B)")
+    if len(set(map(id, axes))) == 1:
+        label_lines(axes[0], ends, fontsize=7)
+        axes[0].set_title(title, fontsize=10)
+    else:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
     return fig

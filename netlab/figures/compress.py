@@ -1,7 +1,9 @@
-"""Chapter 4's figures: accuracy against steps and virtual time, and step time against bandwidth.
+"""Chapter 4's figures: accuracy against steps and virtual time, step time against bandwidth, and
+one small panel per compression method.
 
 Each function draws into given Axes (or a new figure) and returns the figure, so a widget panel can
-redraw into one Output without leaking figures.
+redraw into one Output without leaking figures. Left out: the runs and the tables of numbers
+(``netlab.compress.pays``, ``netlab.compress.table``).
 """
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ import re
 
 import matplotlib.pyplot as plt
 
-from ..plots import label_lines, log_grid, margins, method_style
-from .pays import bandwidth_label, crossover
+from ..compress.pays import bandwidth_label, crossover
+from .common import label_lines, log_grid, margins, method_style
 
 
 def _short(label: str) -> str:
@@ -19,7 +21,7 @@ def _short(label: str) -> str:
 
 
 def _name(r) -> str:
-    from .pays import label
+    from ..compress.pays import label
     return label(r.method, r.options) + (" + EF" if r.error_feedback and r.method != "none" else "")
 
 
@@ -69,7 +71,7 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
     Without `ax`: small multiples, one panel per method, each with its crossover labelled. With `ax`
     (a panel's single axes): every method on it, labelled at the line's end.
     """
-    from .codec_cost import describe_codec
+    from ..compress.codec_cost import describe_codec
     labels = [lab for lab in dict.fromkeys(r["label"] for r in rows) if lab != baseline_label]
 
     def points(lab):
@@ -119,26 +121,6 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
     label_lines(ax, ends)
     fig.tight_layout()
     return fig
-
-
-def crossover_table(rows, baseline_label: str = "none") -> list[dict]:
-    """Per method: its speedup at the slowest link, how fast its codec processes the fp32 gradient
-    (dense bytes / codec seconds, in Gbit/s to compare with links), and the bandwidth above which it
-    stops beating fp32."""
-    out = []
-    slowest = min(r["bandwidth_Bps"] for r in rows)
-    base = {r["bandwidth_Bps"]: r["step_s"] for r in rows if r["label"] == baseline_label}
-    for lab in dict.fromkeys(r["label"] for r in rows):
-        if lab == baseline_label:
-            continue
-        low = next(r for r in rows if r["label"] == lab and r["bandwidth_Bps"] == slowest)
-        cross = crossover(rows, lab, baseline_label)
-        out.append({"method": lab, "payload_bytes": low["payload_bytes"],
-                    f"speedup at {low['bandwidth']}": base[slowest] / low["step_s"],
-                    "codec Gbit/s": low["dense_bytes"] * 8 / 1e9 / low["codec_s"] if low["codec_s"] else float("inf"),
-                    "pays below": bandwidth_label(cross) if cross else
-                    ("always (in range)" if low["step_s"] < base[slowest] else "never (in range)")})
-    return out
 
 
 def method_grid(rows, baseline, x: str = "step", columns: int = 4):

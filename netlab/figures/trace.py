@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from . import analysis
-from .runtime.trace import Trace
+from .. import analysis
+from ..runtime.trace import Trace
 
 
 def timeline(fig: Figure, trace: Trace, title: str = "") -> Figure:

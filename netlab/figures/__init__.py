@@ -1,0 +1,15 @@
+"""Every figure of the lab, one module per subject, in one visual language (``common``).
+
+* ``common``: colours and styles per algorithm and method, ``label_lines``, ``log_grid``, ``margins``;
+* ``step``: one training step's timeline and split, throughput scaling (chapter 1);
+* ``collectives``: the ring's chunks, collective time against size and ranks (chapter 2);
+* ``ps``: per-server load, staleness, accuracy against time (chapter 3);
+* ``compress``: accuracy curves, step time against bandwidth, the method grid (chapter 4);
+* ``topology``: a fabric drawn with its link loads, busbw against scale (chapter 5);
+* ``congestion``: incast runs, step-time CDFs, PFC victims, DCTCP and DCQCN queues, the congestion
+  tree of the fluid model at scale (chapter 6);
+* ``trace``: a profiled step's kernels per rank, step time against bucket size (chapter 7).
+
+A figure function draws what it is given and returns the figure; it runs nothing (the experiments
+live with their subjects) and holds no widget (``netlab.ui``).
+"""
