@@ -43,7 +43,7 @@ import time
 import cloudpickle
 
 from . import _death, _rundir, _worker
-from .memory import check_memory, memory_limit  # noqa: F401  (re-exported: cluster.check_memory)
+from .memory import LIGHT_RANK_BASE, check_memory, memory_limit, rank_bytes  # noqa: F401  (re-exported)
 from .net.network import Network
 from .net.presets import Device
 from .result import RunResult, assemble  # noqa: F401  (re-exported: netlab.RunResult)

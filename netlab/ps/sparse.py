@@ -215,7 +215,7 @@ def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=
                        hot if placement == "replicate" else 0, steps, lr, seed)
     home, hot_ids = owners(cfg), hot_rows(cfg) if cfg.hot else np.zeros(0, dtype=np.int64)
     net = make_network(bandwidth, latency)
-    cluster.check_memory(workers + servers, 80e6 + 3 * 4 * rows * dim, "this embedding run")
+    cluster.check_memory(workers + servers, cluster.rank_bytes(4 * rows * dim, 3), "this embedding run")
     res = cluster.run(rank_main, cfg, home, hot_ids, ranks=workers + servers, network=net,
                       device=make_device("cpu-core"), timeout=timeout)
     srv = res.values[workers:]
