@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..compress import METHODS, figures, pays
+from ..compress import DEFAULTS, LEVEL_BITS, METHODS, figures, pays
 from ..compress.training import run_training
 from ..units import fmt_bytes, fmt_time, parse_bandwidth
 from .panel import LAYOUT, STYLE, Panel, new_figure, slider
@@ -29,10 +29,12 @@ class CompressPanel(Panel):
         self.controls = {
             "method": widgets.Dropdown(options=list(METHODS), value=method, description="method",
                                        style=STYLE, layout=widgets.Layout(**LAYOUT)),
-            "ratio": slider(widgets.SelectionSlider, options=RATIOS, value=0.01, description="ratio (k/d)"),
-            "rank": slider(widgets.IntSlider, 1, 1, 4, description="rank r"),
-            "bits": slider(widgets.SelectionSlider, options=[2, 4, 8], value=4, description="bits (QSGD)"),
-            "tau": slider(widgets.SelectionSlider, options=TAUS, value=0.01, description="threshold tau"),
+            "ratio": slider(widgets.SelectionSlider, options=RATIOS, value=DEFAULTS["ratio"],
+                             description="ratio (k/d)"),
+            "rank": slider(widgets.IntSlider, DEFAULTS["rank"], 1, 4, description="rank r"),
+            "bits": slider(widgets.SelectionSlider, options=list(LEVEL_BITS), value=DEFAULTS["bits"],
+                           description="bits (QSGD)"),
+            "tau": slider(widgets.SelectionSlider, options=TAUS, value=DEFAULTS["tau"], description="threshold tau"),
             "error_feedback": widgets.Checkbox(error_feedback, description="error feedback", style=STYLE),
             "bandwidth": slider(widgets.SelectionSlider, options=BANDWIDTHS, value=bandwidth,
                                 description="bandwidth"),
@@ -44,7 +46,7 @@ class CompressPanel(Panel):
 
     def _enable(self, method):
         knob = METHODS[method][0]
-        for name in ("ratio", "rank", "bits", "tau"):
+        for name in DEFAULTS:
             self.controls[name].disabled = name != knob
         self.controls["error_feedback"].disabled = method == "none"
 
