@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 from .. import sim
 from ..plots import log_grid
 from ..net import draw, fabrics
+from ..net.routing import MODES
 from ..net.topology import Host
 from ..units import fmt_bytes, fmt_time, parse_bytes
 from .panel import Panel, new_figure, slider
@@ -76,7 +77,7 @@ class FabricPanel(Panel):
                                      layout=widgets.Layout(**layout)),
             "placement": widgets.ToggleButtons(options=["ordered", "shuffled"], value=placement,
                                                description="placement", style=style),
-            "routing": widgets.ToggleButtons(options=["ecmp", "adaptive", "spray"], value=routing,
+            "routing": widgets.ToggleButtons(options=list(MODES), value=routing,
                                              description="routing", style=style),
             "algo": widgets.Dropdown(options=ALGOS, value=algo, description="algorithm", style=style,
                                      layout=widgets.Layout(**layout)),
