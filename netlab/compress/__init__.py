@@ -29,6 +29,8 @@ from .sparsify import RandomK, Threshold, TopK
 
 import torch
 
+from .. import validate
+
 # name: (knob the chapter's widgets move, one line on what it is)
 METHODS = {
     "none": (None, "fp32 all-reduce, the baseline"),
@@ -50,15 +52,12 @@ LEVEL_BITS = (2, 4, 8)                                              # QSGD width
 
 
 def check_method(method) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method: unknown {method!r}; choose one of {', '.join(METHODS)}")
-    return method
+    return validate.choice(method, "method", METHODS)
 
 
 def levels_for_bits(bits) -> int:
     """QSGD levels s that fill `bits` bits: codes sign * xi in [-s, s], 2s + 1 <= 2^bits."""
-    if bits not in LEVEL_BITS:
-        raise ValueError(f"bits: must be 2, 4 or 8, got {bits!r}")
+    validate.choice(bits, "bits", LEVEL_BITS)
     return 2 ** (bits - 1) - 1
 
 
