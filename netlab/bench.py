@@ -126,7 +126,7 @@ def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None
     collective, algo = check_bench(collective, algo, ranks, sizes, network, dtype, check, iters, warmup)
     real = check or network is None
     if real and not cluster.under_torchrun():
-        cluster.check_memory(ranks, 60e6 + 4 * max(sizes), "this benchmark")
+        cluster.check_memory(ranks, cluster.rank_bytes(max(sizes), 4, cluster.LIGHT_RANK_BASE), "this benchmark")
     torch_dtype = DTYPES[dtype]
     res = cluster.run(bench_rank, collective, algo, list(sizes), torch_dtype, real, check, iters, warmup,
                       ranks=ranks, network=network, timeout=timeout)

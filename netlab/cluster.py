@@ -6,7 +6,7 @@ Names only: everything here lives in ``netlab.runtime`` (``pool``, ``shared``, `
 ``errors``), and ``check_memory``/``memory_limit`` in ``netlab.memory``. The pool's state (the
 shared pool, its idle timer) is in ``netlab.runtime.shared``, not here.
 """
-from .memory import check_memory, memory_limit
+from .memory import LIGHT_RANK_BASE, check_memory, memory_limit, rank_bytes
 from .runtime.errors import Interrupted, RankDied, RankError, RankTimeout
 from .runtime.launch import run, under_torchrun
 from .runtime.pool import DEFAULT_TIMEOUT, MAX_RANKS, Cluster, check_ranks
@@ -15,4 +15,4 @@ from .runtime.shared import get_cluster, set_idle_timeout, shutdown
 
 __all__ = ["run", "get_cluster", "shutdown", "set_idle_timeout", "under_torchrun", "check_ranks", "MAX_RANKS",
            "DEFAULT_TIMEOUT", "Cluster", "RankError", "RankDied", "RankTimeout", "Interrupted", "RunResult",
-           "check_memory", "memory_limit"]
+           "check_memory", "memory_limit", "rank_bytes", "LIGHT_RANK_BASE"]

@@ -15,8 +15,9 @@ subtracted, as the kubelet does for its "working set". What is free is then the 
 ``/`` and the mounted root *is* the container's cgroup; a path that does not exist under the
 mount (a container without its own namespace) falls back to the mount's root.
 
-``check_memory`` compares a run's estimate with what is free *now*: other notebooks' kernels and
-their idle rank pools count against the same 2 GB. Left out: swap, memory.high throttling, and
+``rank_bytes`` is the one estimate of a rank's memory that every launcher uses; ``check_memory``
+compares a run's estimate with what is free *now*: other notebooks' kernels and their idle rank
+pools count against the same 2 GB. Left out: swap, memory.high throttling, and
 memory shared copy-on-write between forked ranks (the estimates count each rank's own pages).
 """
 from __future__ import annotations
@@ -27,6 +28,10 @@ from dataclasses import dataclass
 # Kept free beyond a run's own estimate: the fork server that starts ranks (torch preloaded,
 # ~150 MB), page cache that cannot be dropped, and the estimates' error. Bytes.
 MEMORY_HEADROOM = 300e6
+# A rank's own process beyond the tensors it holds (torch's allocator, imported modules, buffers):
+# one that trains on the digits data set, and one that only times a step or a collective. Bytes.
+RANK_BASE = 80e6
+LIGHT_RANK_BASE = 60e6
 UNLIMITED = 1 << 60          # cgroup v1 writes "no limit" as a huge number (9223372036854771712)
 
 
@@ -152,6 +157,12 @@ def _pool_pids() -> list[int]:
     from .runtime import shared
     pool = shared._default
     return list(pool.pids) if pool is not None and pool.alive else []
+
+
+def rank_bytes(tensor_bytes: float, copies: float, base: float = RANK_BASE) -> float:
+    """The memory one rank needs: `copies` tensors of `tensor_bytes` each (model, gradient, optimizer
+    state, message buffers) beside the process's own `base`. What ``check_memory`` is given per rank."""
+    return base + copies * tensor_bytes
 
 
 def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/",

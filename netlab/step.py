@@ -55,7 +55,8 @@ def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: st
     validate.whole(batch, "batch", 1, max(1, samples // ranks))
     algo = collectives.resolve("allreduce", algo)[1]        # unknown algorithm: fail here, not on a rank
     if not cluster.under_torchrun():
-        cluster.check_memory(ranks, 60e6 + 5 * train.grad_bytes(width, layers), "this step")
+        cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(width, layers), 5, cluster.LIGHT_RANK_BASE),
+                             "this step")
     bucketed = bucket is not None or overlap
     if bucketed:
         from . import buckets

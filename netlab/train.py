@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import collectives, data
+from . import collectives, data, validate
 
 MIN_WIDTH, MAX_WIDTH = 8, 4096
 
@@ -62,10 +62,8 @@ _CACHE_PARAMS = 1 << 20          # models cached: up to 4 MB of fp32 weights eac
 
 
 def check_model(width, layers) -> None:
-    if isinstance(width, bool) or not isinstance(width, int) or not MIN_WIDTH <= width <= MAX_WIDTH:
-        raise ValueError(f"width: must be a whole number from {MIN_WIDTH} to {MAX_WIDTH}, got {width!r}")
-    if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers <= 8:
-        raise ValueError(f"layers: must be a whole number from 1 to 8, got {layers!r}")
+    validate.whole(width, "width", MIN_WIDTH, MAX_WIDTH, int_only=True)
+    validate.whole(layers, "layers", 1, 8, int_only=True)
 
 
 def parameter_count(width: int, layers: int = 2) -> int:

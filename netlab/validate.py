@@ -31,9 +31,13 @@ def number(value, name: str, low: float = -math.inf, high: float = math.inf) -> 
     return float(value)
 
 
-def whole(value, name: str, low: int | None = None, high: int | None = None) -> int:
-    """A whole number (an int, or a float with no fractional part) from `low` to `high`."""
+def whole(value, name: str, low: int | None = None, high: int | None = None, *, int_only: bool = False) -> int:
+    """A whole number (an int, or a float with no fractional part) from `low` to `high`.
+
+    `int_only`: refuse floats too (3.0 is not a layer count or a step count where a count is asked).
+    """
     ok = _is_number(value) and math.isfinite(value) and float(value).is_integer()
+    ok = ok and (isinstance(value, numbers.Integral) or not int_only)
     if ok:
         value = int(value)
         ok = (low is None or value >= low) and (high is None or value <= high)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from .. import validate
 from ..units import fmt_bytes, fmt_time
 from . import emit
 
@@ -28,8 +29,7 @@ def add_parser(p) -> None:
 def main(args) -> int:
     from ..analysis import analyze
     from ..analysis_export import hta_export, load, with_counters
-    if isinstance(args.bins, bool) or args.bins < 1:
-        raise ValueError(f"bins: must be a whole number >= 1, got {args.bins!r}")
+    validate.whole(args.bins, "bins", 1)
     trace = load(args.trace)
     report = analyze(trace, args.bins)
     if args.hta:

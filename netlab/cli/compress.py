@@ -16,16 +16,17 @@ from ..net.presets import DEVICES
 from ..units import fmt_bytes, fmt_time
 from . import emit
 
-KNOBS = ("ratio", "bits", "tau", "rank")
-
-
 def add_parser(p) -> None:
-    from ..compress import METHODS
+    from ..compress import DEFAULTS, METHODS
     p.add_argument("--method", default="topk", help=f"one of {', '.join(METHODS)} (default topk)")
-    p.add_argument("--ratio", type=float, default=None, help="fraction of elements kept (topk, randomk, dgc; default 0.01)")
-    p.add_argument("--bits", type=int, default=None, help="QSGD bits per element: 2, 4 or 8 (default 4)")
-    p.add_argument("--tau", type=float, default=None, help="threshold for --method threshold (default 0.01)")
-    p.add_argument("--rank", type=int, default=None, help="PowerSGD rank r (default 1)")
+    p.add_argument("--ratio", type=float, default=None,
+                   help=f"fraction of elements kept (topk, randomk, dgc; default {DEFAULTS['ratio']:g})")
+    p.add_argument("--bits", type=int, default=None,
+                   help=f"QSGD bits per element: 2, 4 or 8 (default {DEFAULTS['bits']})")
+    p.add_argument("--tau", type=float, default=None,
+                   help=f"threshold for --method threshold (default {DEFAULTS['tau']:g})")
+    p.add_argument("--rank", type=int, default=None,
+                   help=f"PowerSGD rank r (default {DEFAULTS['rank']})")
     p.add_argument("--error-feedback", action="store_true", help="keep what was not sent and add it next step")
     p.add_argument("--ranks", type=int, default=4, help="data-parallel ranks, 1-16 (default 4)")
     p.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
@@ -46,10 +47,10 @@ def add_parser(p) -> None:
 
 def options_for(method: str, args) -> dict:
     """The knob values given on the command line; one that `method` does not take is an error."""
-    from ..compress import METHODS, check_method
+    from ..compress import DEFAULTS, METHODS, check_method
     knob = METHODS[check_method(method)][0]
     options = {}
-    for name in KNOBS:
+    for name in DEFAULTS:                                  # the knobs: ratio, bits, tau, rank
         value = getattr(args, name)
         if value is None:
             continue

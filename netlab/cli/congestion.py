@@ -94,11 +94,8 @@ def main(args) -> int:
     from ..fabric import incast
     from ..fabric.scenarios import jitter, validate
     from ..fabric.transport import TRANSPORTS
-    if args.senders < 1:
-        raise ValueError(f"senders: must be a whole number >= 1, got {args.senders}")
+    from ..validate import choice as validate_choice
     rounds = args.rounds if args.rounds is not None else (20 if args.experiment == "incast" else 40)
-    if rounds < 1:
-        raise ValueError(f"rounds: must be a whole number >= 1, got {rounds}")
     block = parse_bytes(args.block, "block")
     bandwidth = parse_bandwidth(args.bandwidth, "bandwidth")
     buffer = parse_bytes(args.buffer, "buffer", allow_zero=True)
@@ -110,11 +107,10 @@ def main(args) -> int:
     transports = [t.strip() for t in args.transport.split(",")] if args.experiment == "jitter" else [args.transport]
     if args.experiment == "jitter" and args.transport == "reno":
         transports = ["reno", "dctcp", "dcqcn"]
-    for t in transports:
-        if t not in TRANSPORTS:
-            raise ValueError(f"transport: must be one of {', '.join(TRANSPORTS)}, got {t!r}")
+    for t in transports:                           # before _ecn picks a transport's default marking
+        validate_choice(t, "transport", TRANSPORTS)
     pfc = _pfc(args, buffer, bandwidth)
-    for t in transports:
+    for t in transports:                           # senders, rounds, sizes, ...: the library's own checks
         validate(args.senders, block, bandwidth, buffer, t, rto_min, rounds, _ecn(args, t, bandwidth), pfc)
     if args.experiment == "jitter":
         out = jitter(transports, rounds, args.senders, block, bandwidth, buffer, rto_min, background,

@@ -94,9 +94,6 @@ def main(args) -> int:
     nbytes = parse_bytes(args.size, "size")
     if args.ranks is not None:
         validate.whole(args.ranks, "ranks", 1)
-    validate.choice(args.placement, "placement", ("ordered", "shuffled"))
-    validate.choice(args.routing, "routing", ("ecmp", "spray", "adaptive"))
-    validate.seed(args.seed)
     validate.whole(args.servers, "servers", 1, MAX_SIM_RANKS)
     validate.whole(args.gpus_per_host, "gpus-per-host", 1, MAX_GPUS_PER_HOST)
     nics = args.gpus_per_host if args.nics_per_host is None else args.nics_per_host

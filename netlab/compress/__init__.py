@@ -29,6 +29,8 @@ from .sparsify import RandomK, Threshold, TopK
 
 import torch
 
+from .. import validate
+
 # name: (knob the chapter's widgets move, one line on what it is)
 METHODS = {
     "none": (None, "fp32 all-reduce, the baseline"),
@@ -45,24 +47,23 @@ METHODS = {
     "dgc": ("ratio", "DGC: momentum correction, clipping, masking, warm-up"),
     "powersgd": ("rank", "PowerSGD rank r, warm start"),
 }
-DEFAULTS = {"ratio": 0.01, "bits": 4, "tau": 1e-2, "rank": 1}
+DEFAULTS = {"ratio": 0.01, "bits": 4, "tau": 1e-2, "rank": 1}       # each knob's default, everywhere
+LEVEL_BITS = (2, 4, 8)                                              # QSGD widths a code may take
 
 
 def check_method(method) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method: unknown {method!r}; choose one of {', '.join(METHODS)}")
-    return method
+    return validate.choice(method, "method", METHODS)
 
 
 def levels_for_bits(bits) -> int:
     """QSGD levels s that fill `bits` bits: codes sign * xi in [-s, s], 2s + 1 <= 2^bits."""
-    if bits not in (2, 4, 8):
-        raise ValueError(f"bits: must be 2, 4 or 8, got {bits!r}")
+    validate.choice(bits, "bits", LEVEL_BITS)
     return 2 ** (bits - 1) - 1
 
 
-def make_compressor(method: str, ratio: float = 0.01, bits: int = 4, tau: float = 1e-2,
-                    seed: int = 0, rescale: bool = True, levels: int | None = None) -> Compressor:
+def make_compressor(method: str, ratio: float = DEFAULTS["ratio"], bits: int = DEFAULTS["bits"],
+                    tau: float = DEFAULTS["tau"], seed: int = 0, rescale: bool = True,
+                    levels: int | None = None) -> Compressor:
     """The compressor alone (no memory, no communication), e.g. for single-process experiments."""
     check_method(method)
     if method in ("dgc", "powersgd"):
@@ -82,11 +83,11 @@ def make_compressor(method: str, ratio: float = 0.01, bits: int = 4, tau: float 
     }[method]()
 
 
-def make(method: str, error_feedback: bool = False, *, ratio: float = 0.01, bits: int = 4, tau: float = 1e-2,
-         rank: int = 1, shapes=None, world_size: int = 1, comm_rank: int = 0, seed: int = 0,
-         rescale: bool = True, dgc_momentum: float = 0.9, clip_norm: float | None = 1.0, warmup_steps: int = 0,
-         start_iter: int = 0, warm_start: bool = True, algo: str = "ring", encode_s: float = 0.0,
-         decode_s: float = 0.0):
+def make(method: str, error_feedback: bool = False, *, ratio: float = DEFAULTS["ratio"],
+         bits: int = DEFAULTS["bits"], tau: float = DEFAULTS["tau"], rank: int = DEFAULTS["rank"], shapes=None,
+         world_size: int = 1, comm_rank: int = 0, seed: int = 0, rescale: bool = True, dgc_momentum: float = 0.9,
+         clip_norm: float | None = 1.0, warmup_steps: int = 0, start_iter: int = 0, warm_start: bool = True,
+         algo: str = "ring", encode_s: float = 0.0, decode_s: float = 0.0):
     """A ``sync(comm, grad, step)`` object for `method`.
 
     `comm_rank` seeds per-rank randomness (QSGD, TernGrad draw independently on each rank); random-k
@@ -109,7 +110,7 @@ def make(method: str, error_feedback: bool = False, *, ratio: float = 0.01, bits
     return Compression.of(compressor, error_feedback, **costs)
 
 
-__all__ = ["METHODS", "DEFAULTS", "make", "make_compressor", "check_method", "levels_for_bits",
+__all__ = ["METHODS", "DEFAULTS", "LEVEL_BITS", "make", "make_compressor", "check_method", "levels_for_bits",
            "Compressor", "Payload", "Identity", "Cast", "Int8", "QSGD", "TernGrad", "ScaledSign",
            "MajorityVote", "TopK", "RandomK", "Threshold", "DGC", "DGCTopK", "DGCMemory", "PowerSGD",
            "NoMemory", "ResidualMemory", "Compression", "allreduce_payload", "allgather_payloads",

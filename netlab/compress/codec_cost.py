@@ -42,7 +42,7 @@ import time
 
 import torch
 
-from .. import data, train
+from .. import data, train, validate
 from ..runtime.comm import Comm
 from ..net.presets import Device, device as make_device
 from . import make
@@ -114,9 +114,7 @@ DEFAULT_CODEC = "model"
 
 
 def check_codec(codec: str) -> str:
-    if codec not in CODECS:
-        raise ValueError(f"codec: must be one of {', '.join(map(repr, CODECS))}, got {codec!r}")
-    return codec
+    return validate.choice(codec, "codec", CODECS)
 
 
 def describe_codec(codec: str) -> str:

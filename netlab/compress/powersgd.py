@@ -71,8 +71,7 @@ class PowerSGD:
                  epsilon: float = 0.0, algo: str = "ring", encode_s: float = 0.0, decode_s: float = 0.0):
         from .. import validate
         validate.whole(rank, "rank", 1, max((min(s) for s in shapes if len(s) > 1), default=1))  # r <= min(n, m)
-        if isinstance(start_iter, bool) or not isinstance(start_iter, int) or start_iter < 0:
-            raise ValueError(f"start_iter: must be a whole number >= 0, got {start_iter!r}")
+        validate.whole(start_iter, "start_iter", 0, int_only=True)
         self.shapes = [tuple(s) for s in shapes]
         self.rank, self.error_feedback, self.warm_start = rank, error_feedback, warm_start
         self.start_iter, self.min_compression_rate, self.epsilon = start_iter, min_compression_rate, epsilon

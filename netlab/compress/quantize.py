@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import collectives
+from .. import collectives, validate
 from .base import Compressor, Payload, bits_for, pack_bits, unpack_bits
 
 
@@ -50,8 +50,8 @@ class Int8(Compressor):
     contractive = True
 
     def __init__(self, levels: int | None = None):
-        if levels is not None and (isinstance(levels, bool) or not isinstance(levels, int) or not 1 <= levels <= 127):
-            raise ValueError(f"levels: must be a whole number from 1 to 127, got {levels!r}")
+        if levels is not None:
+            validate.whole(levels, "levels", 1, 127, int_only=True)
         self.levels = levels
 
     def levels_for(self, world_size: int) -> int:
@@ -84,10 +84,8 @@ class QSGD(Compressor):
     unbiased = True
 
     def __init__(self, levels: int = 4, bucket: int = 128, seed: int = 0):
-        if isinstance(levels, bool) or not isinstance(levels, int) or not 1 <= levels <= 127:
-            raise ValueError(f"levels: must be a whole number from 1 to 127, got {levels!r}")
-        if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 1:
-            raise ValueError(f"bucket: must be a whole number >= 1, got {bucket!r}")
+        validate.whole(levels, "levels", 1, 127, int_only=True)
+        validate.whole(bucket, "bucket", 1, int_only=True)
         self.levels, self.bucket = levels, bucket
         self.bits = bits_for(2 * levels + 1)          # codes sign*xi + s in 0..2s
         self.generator = torch.Generator().manual_seed(seed)

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import torch
 
+from .. import validate
 from .base import Compressor, Payload
 
 
 def _check_ratio(ratio) -> float:
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
-        raise ValueError(f"ratio: must be a fraction in (0, 1], got {ratio!r}")
-    return float(ratio)
+    return validate.fraction(ratio, "ratio")
 
 
 def k_of(ratio: float, numel: int) -> int:
@@ -96,7 +95,6 @@ class Threshold(Compressor):
     fixed_size = False
 
     def __init__(self, tau: float = 1e-2):
-        from .. import validate
         self.tau = validate.positive(tau, "tau", 1e3)        # |g| >= 1e3: nothing would ever be sent
 
     def describe(self):

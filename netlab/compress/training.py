@@ -6,9 +6,9 @@ optimizer's momentum turned off when the method carries its own (DGC's momentum 
 that control, which is why this loop is not ``train.train``). It records accuracy against steps and
 against the virtual clock, and the bytes each rank really put on the wire per step.
 
-``run_training`` launches it: it prices the codec's compute first (``codec_cost``: the per-element
-model by default, or measured here), so that compressing is charged to the clock like any other
-compute, then returns a ``TrainResult``.
+``run_training`` launches it from a ``TrainConfig`` (``config.py``) or the same keywords: it prices
+the codec's compute first (``codec_cost``: the per-element model by default, or measured here), so
+that compressing is charged to the clock like any other compute, then returns a ``TrainResult``.
 
 Divergence: the summed gradient is the same on every rank, so when it stops being finite all ranks
 see it at once, stop, and report the step (the last finite model is evaluated). A run never hangs
@@ -21,11 +21,12 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from .. import cluster, data, train, validate
+from .. import cluster, data, train
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
-from . import check_method, make
-from .codec_cost import DEFAULT_CODEC, check_codec, codec_seconds
+from . import make
+from .codec_cost import codec_seconds
+from .config import TrainConfig
 
 def train_compressed(comm, method: str = "none", error_feedback: bool = False, steps: int = 300,
                      width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
@@ -99,50 +100,37 @@ class TrainResult:
         return asdict(self)
 
 
-def _check_int(value, name, low, high=None):
-    if isinstance(value, float):                    # 3.0 is not a step count here: ints only
-        raise ValueError(f"{name}: must be a whole number, got {value!r}")
-    return validate.whole(value, name, low, high)
+def run_training(method: str | TrainConfig = "none", *, bandwidth="1Gbit/s", latency="5us",
+                 device: str | Device = "cpu-core", efficiency: float = 0.5, timeout: float = 300.0,
+                 sync_factory=None, **settings) -> TrainResult:
+    """Train with `method` on real ranks over an emulated network; see ``TrainResult``.
 
-
-def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_feedback: bool = False,
-                 bandwidth="1Gbit/s", latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
-                 width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
-                 seed: int = 0, eval_every: int | None = None, codec: str = DEFAULT_CODEC, timeout: float = 300.0,
-                 sync_factory=None, **options) -> TrainResult:
-    """Train with `method` on `ranks` real ranks over an emulated network; see ``TrainResult``.
-
+    Either a ``TrainConfig`` or a method name and the config's settings (ranks, steps, error_feedback,
+    width, lr, codec, ...) with the method's options beside them (ratio=0.01, rank=2, ...).
     codec: how compress/decompress compute is charged (``codec_cost``): "model" (default, per-element
     FLOPs from the committed calibration: the same on every machine), "measured" (timed here, now)
     or "free" (nothing).
     """
-    check_method(method)
-    cluster.check_ranks(ranks)
-    train.check_model(width, layers)
-    _check_int(steps, "steps", 1, 100_000)
-    _check_int(batch, "batch", 1, 4096)
-    validate.positive(lr, "lr", 100.0)
-    validate.seed(seed)
-    check_codec(codec)
-    if not lr > 0:
-        raise ValueError(f"lr: must be greater than zero, got {lr!r}")
-    shapes = [tuple(p.shape) for p in train.make_model(width, layers, seed).parameters()]
-    try:                                                        # bad options fail here, not on a rank
-        make(method, error_feedback, shapes=shapes, world_size=ranks, **options)
-    except TypeError as exc:
-        raise ValueError(f"options: {method} does not take {', '.join(options)} ({exc})") from None
+    if isinstance(method, TrainConfig):
+        if settings:
+            raise ValueError(f"config: give a TrainConfig or its settings ({', '.join(settings)}), not both")
+        cfg = method
+    else:
+        cfg = TrainConfig.of(method, **settings)
+    method, ranks, steps, options = cfg.method, cfg.ranks, cfg.steps, cfg.options
+    width, layers, batch = cfg.width, cfg.layers, cfg.batch
     net = make_network(bandwidth, latency)
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
-    eval_every = eval_every or max(3, steps // 20)        # about 20 points a curve; at least 3 steps apart
     encode_s = decode_s = 0.0
     if sync_factory is None:
-        encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, error_feedback, codec, **options)
+        encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, cfg.error_feedback, cfg.codec,
+                                           **options)
     if not cluster.under_torchrun():
-        cluster.check_memory(ranks, 80e6 + 12 * train.grad_bytes(width, layers), "this training run")
+        cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(width, layers), 12), "this training run")
     res = cluster.run(train_compressed, ranks=ranks, network=net, device=dev, timeout=timeout, method=method,
-                      error_feedback=error_feedback, steps=steps, width=width, layers=layers, batch=batch, lr=lr,
-                      momentum=momentum, seed=seed, eval_every=eval_every, encode_s=encode_s, decode_s=decode_s,
-                      sync_factory=sync_factory, **options)
+                      error_feedback=cfg.error_feedback, steps=steps, width=width, layers=layers, batch=batch,
+                      lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, eval_every=cfg.eval_every, encode_s=encode_s,
+                      decode_s=decode_s, sync_factory=sync_factory, **options)
     h0 = res.values[0]
     done = steps if h0["diverged"] is None else h0["diverged"] + 1      # gradient exchanges that ran
     losses = [sum(v["loss"][i] for v in res.values) for i in range(len(h0["loss"]))]
@@ -150,8 +138,8 @@ def run_training(method: str = "none", ranks: int = 4, steps: int = 300, error_f
     payload = sum(v["payload_bytes"] for v in res.values) / (ranks * done)
     dense = train.grad_bytes(width, layers)
     setup = {"ranks": ranks, "network": net.describe(), "device": dev.name, "efficiency": dev.efficiency,
-             "width": width, "layers": layers, "batch_per_rank": batch, "lr": lr, "momentum": momentum,
-             "seed": seed, "codec": codec}
-    return TrainResult(method, error_feedback, dict(options), h0["step"], h0["accuracy"], h0["time_s"], losses,
+             "width": width, "layers": layers, "batch_per_rank": batch, "lr": cfg.lr, "momentum": cfg.momentum,
+             "seed": cfg.seed, "codec": cfg.codec}
+    return TrainResult(method, cfg.error_feedback, dict(options), h0["step"], h0["accuracy"], h0["time_s"], losses,
                        h0["accuracy"][-1], wire, payload, dense, dense / payload if payload else math.inf,
                        res.trace.makespan / done, h0["diverged"], encode_s, decode_s, setup)

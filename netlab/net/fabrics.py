@@ -23,20 +23,19 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from .. import validate
 from .network import Link, Network
 from .topology import Builder, Host, Topology, as_link
 
 
 def _even(k, name="k"):
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
+    if validate.whole(k, name, 2, int_only=True) % 2:
         raise ValueError(f"{name}: must be an even whole number >= 2, got {k!r}")
     return k
 
 
 def _count(n, name, low=1):
-    if isinstance(n, bool) or not isinstance(n, int) or n < low:
-        raise ValueError(f"{name}: must be a whole number >= {low}, got {n!r}")
-    return n
+    return validate.whole(n, name, low, int_only=True)
 
 
 def _hosts_of(hosts, ports, host: Host):
@@ -84,8 +83,7 @@ def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int
     _count(leaves, "leaves")
     _count(spines, "spines")
     _count(ports_per_leaf, "ports_per_leaf")
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio > 0 or math.isinf(ratio):
-        raise ValueError(f"ratio: oversubscription must be a number greater than zero, got {ratio!r}")
+    validate.positive(ratio, "ratio")                   # oversubscription ratio:1
     host, nic = host or Host(), as_link(nic, "nic")
     n_hosts = _hosts_of(hosts, leaves * ports_per_leaf, host)
     uplink = Link(ports_per_leaf * nic.bandwidth / (ratio * spines), hop_latency, "uplink")

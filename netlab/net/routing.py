@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import validate
 from .topology import KINDS
 
 INF = 1 << 20
@@ -207,8 +208,7 @@ class Router:
 
     def route(self, src, dst, mode: str = "ecmp", seed: int = 0) -> Routes:
         """Routes of flows from endpoint nodes `src` to `dst` (arrays of node ids, src != dst)."""
-        if mode not in MODES:
-            raise ValueError(f"routing: must be one of {', '.join(MODES)}, got {mode!r}")
+        validate.choice(mode, "routing", MODES)
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         t, F = self.topo, src.size
         host = t.host_of[self.slot_of[src]] == t.host_of[self.slot_of[dst]]

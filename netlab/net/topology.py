@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
+from .. import validate
 from .network import Link, Network
 
 KINDS = ("nic", "fabric", "intra", "pcie")
@@ -59,9 +60,8 @@ class Host:
 
     def __post_init__(self):
         g, m = self.accelerators, self.nics
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1:
-            raise ValueError(f"accelerators: must be a whole number >= 1, got {g!r}")
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1 or g % m:
+        validate.whole(g, "accelerators", 1, int_only=True)
+        if validate.whole(m, "nics", 1, int_only=True) and g % m:
             raise ValueError(f"nics: must be a whole number >= 1 that divides accelerators ({g}), got {m!r}")
 
     def describe(self) -> str:
@@ -127,8 +127,7 @@ class Topology:
         one host stay together, so hierarchical algorithms still find their hosts.
         A sequence of `ranks` distinct slots places rank r on slot kind[r].
         """
-        if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
-            raise ValueError(f"ranks: must be a whole number >= 1, got {ranks!r}")
+        validate.whole(ranks, "ranks", 1, int_only=True)
         if ranks > self.size:
             raise ValueError(f"ranks: this topology ({self.name}) has {self.size} accelerators, {ranks} asked for")
         if not isinstance(kind, str):

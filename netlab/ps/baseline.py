@@ -52,12 +52,20 @@ def allreduce_main(comm, cfg: PSConfig) -> dict:
     return {"comm_s": comm_s, "history": history}
 
 
-def run_allreduce(workers=4, bandwidth="10Gbit/s", latency="5us", steps=50, device="cpu-core", efficiency=0.5,
-                  timeout=120.0, **kwargs) -> dict:
-    """Ring all-reduce training with run_ps's settings (kwargs: width, batch, lr, stragglers, ...)."""
-    kwargs = {k: v for k, v in kwargs.items() if k not in ("servers", "sharding", "mode", "staleness", "partition_bytes")}
-    cfg = make_config(workers=workers, servers=1, steps=steps, **kwargs)
-    cluster.check_memory(workers, 80e6 + 6 * train.grad_bytes(cfg.width, cfg.layers), "this all-reduce run")
+PS_ONLY = ("servers", "sharding", "mode", "staleness", "partition_bytes")   # settings a ring has no use for
+
+
+def run_allreduce(config: PSConfig | None = None, *, bandwidth="10Gbit/s", latency="5us", device="cpu-core",
+                  efficiency=0.5, timeout=120.0, **settings) -> dict:
+    """Ring all-reduce training with run_ps's configuration, or its settings (workers, steps, width, batch,
+    lr, stragglers, ...; the parameter-server layout's are ignored)."""
+    if config is not None and settings:
+        raise ValueError(f"config: give a PSConfig or its settings ({', '.join(settings)}), not both")
+    cfg = config if config is not None else make_config(**{k: v for k, v in settings.items() if k not in PS_ONLY},
+                                                        servers=1)
+    workers, steps = cfg.roles.workers, cfg.membership.steps
+    cluster.check_memory(workers, cluster.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6),
+                         "this all-reduce run")
     res = cluster.run(allreduce_main, cfg, ranks=workers, network=make_network(bandwidth, latency),
                       device=make_device(device, efficiency), timeout=timeout)
     hist = res.values[0]["history"]

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from .. import validate
+
 MODES = ("bsp", "async", "ssp")
 ALIASES = {"sync": "bsp", "asp": "async", "asynchronous": "async", "bounded": "ssp"}
 
@@ -28,15 +30,12 @@ ALIASES = {"sync": "bsp", "asp": "async", "asynchronous": "async", "bounded": "s
 def check_mode(mode: str, staleness) -> tuple[str, float]:
     """Canonical (mode, staleness bound): BSP is bound 0, async is bound infinity."""
     mode = ALIASES.get(mode, mode)
-    if mode not in MODES:
-        raise ValueError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    validate.choice(mode, "mode", MODES)
     if mode == "bsp":
         return mode, 0
     if mode == "async":
         return mode, math.inf
-    if isinstance(staleness, bool) or not isinstance(staleness, int) or staleness < 0:
-        raise ValueError(f"staleness: must be a whole number of steps >= 0, got {staleness!r}")
-    return mode, staleness
+    return mode, validate.whole(staleness, "staleness", 0, int_only=True)         # steps ahead of the slowest
 
 
 def ssp_ready(step: int, clocks: list, staleness: float) -> bool:

@@ -30,7 +30,7 @@ from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from ..runtime.trace import Trace
 from . import consistency
-from .config import PSConfig
+from .config import PSConfig, training_of
 from .roles import Membership, Roles
 from .sharding import shard_map
 from .training import rank_main
@@ -59,60 +59,40 @@ class PSResult:
                 "history": self.history, **self.setup}
 
 
-def _number(value, name, low=0.0, high=math.inf, whole=False):
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
-    if whole:
-        ok = ok and float(value).is_integer()
-    if not ok:
-        kind = "a whole number" if whole else "a number"
-        raise ValueError(f"{name}: must be {kind} from {low:g} to {high:g}, got {value!r}")
-    return int(value) if whole else float(value)
+def make_config(*, workers=4, servers=1, sharding="range", mode="bsp", staleness=2, steps=50,
+                partition_bytes=None, membership: Membership | None = None, ready=None, **training) -> PSConfig:
+    """Check the run's layout and build the configuration the ranks receive.
 
-
-def make_config(workers=4, servers=1, sharding="range", mode="bsp", staleness=2, steps=50, width=128, layers=2,
-                batch=32, lr=0.2, momentum=0.0, stragglers=0, slowdown=1.0, straggle="random", partition_bytes=None,
-                membership: Membership | None = None, eval_every=10, seed=0, start=0, restore=None,
-                ready=None) -> PSConfig:
-    """Check every setting and build the configuration the ranks receive."""
+    `training`: PSConfig's own fields (width, layers, batch, lr, momentum, stragglers, slowdown,
+    straggle, eval_every, seed, start, restore), checked by PSConfig itself.
+    """
     validate.whole(servers, "servers", 1, cluster.MAX_RANKS)
     roles = Roles.of(workers, servers)
     mode, bound = consistency.check_mode(mode, staleness)
-    steps = _number(steps, "steps", 1, 100_000, whole=True)
-    train.check_model(width, layers)
-    _number(batch, "batch", 1, 4096, whole=True)
-    lr, momentum = validate.positive(lr, "lr", 100.0), _number(momentum, "momentum", 0.0, 0.999)
+    steps = validate.whole(steps, "steps", 1, 100_000)
+    model = training_of(training)                      # the MLP, checked before its size is used
     validate.whole(staleness, "staleness", 0, 100_000)
-    validate.whole(eval_every, "eval_every", 0, 100_000)            # 0: no evaluation
-    validate.seed(seed)
     if partition_bytes is not None:                    # 0: one message per server, range sharding only
         validate.whole(partition_bytes, "partition_bytes", 0 if sharding == "range" else 1, 1 << 30)
-    stragglers = _number(stragglers, "stragglers", 0, workers, whole=True)
-    slowdown = _number(slowdown, "slowdown", 1.0, 1000.0)
-    if straggle not in ("random", "fixed"):
-        raise ValueError(f"straggle: must be 'random' (a new set of slow workers each step) or 'fixed', got {straggle!r}")
     membership = membership or Membership(workers, steps)
     if membership.workers != workers or membership.steps != steps:
         raise ValueError(f"membership: made for {membership.workers} workers and {membership.steps} steps, "
                          f"the run has {workers} and {steps}")
     if mode != "bsp" and membership.join:
         raise ValueError("membership: workers can join between steps only under BSP (mode='bsp')")
-    start = _number(start, "start", 0, steps - 1, whole=True)
-    if restore is not None and len(restore) != servers:
-        raise ValueError(f"restore: need one saved state per server ({servers}), got {len(restore)}")
-    numel = train.parameter_count(width, layers)
-    kwargs = {} if ready is None else {"ready": ready}
-    return PSConfig(roles, shard_map(numel, servers, sharding, partition_bytes), membership, mode, bound, lr,
-                    momentum, width, layers, batch, seed, stragglers, slowdown, straggle, eval_every, start,
-                    tuple(restore) if restore is not None else None, **kwargs)
+    numel = train.parameter_count(model.width, model.layers)
+    if ready is not None:
+        training["ready"] = ready
+    return PSConfig(roles=roles, smap=shard_map(numel, servers, sharding, partition_bytes), membership=membership,
+                    mode=mode, staleness=bound, **training)
 
 
-def run_ps(workers=4, servers=1, sharding="range", mode="bsp", staleness=2, bandwidth="10Gbit/s", latency="5us",
-           steps=50, width=128, layers=2, batch=32, lr=0.2, momentum=0.0, stragglers=0, slowdown=1.0,
-           straggle="random", partition_bytes=None, membership=None, eval_every=10, device="cpu-core",
-           efficiency=0.5, seed=0, start=0, restore=None, ready=None, colocated=False, emulate=True,
-           timeout=120.0) -> PSResult:
+def run_ps(config: PSConfig | None = None, *, colocated=False, bandwidth="10Gbit/s", latency="5us",
+           device="cpu-core", efficiency=0.5, emulate=True, timeout=120.0, **settings) -> PSResult:
     """Train with `workers` workers and `servers` parameter servers on real ranks; see the module doc.
 
+    Either a ``PSConfig`` or the settings that ``make_config`` takes (workers, servers, sharding,
+    mode, staleness, steps, width, lr, ...); the network and the device are given here.
     ``colocated=True``: every rank is a worker and a server (k = p; `servers` is ignored), BSP
     only -- BytePS's summation service with no CPU servers (``hybrid.py``); server_bytes then
     counts each rank's whole NIC, its worker traffic included.
@@ -120,41 +100,51 @@ def run_ps(workers=4, servers=1, sharding="range", mode="bsp", staleness=2, band
     torchrun with workers + servers processes). Servers then take pushes in the order they start
     for real, so ASP/SSP results vary from run to run; BSP's model does not (sums in rank order).
     """
+    if config is not None and settings:
+        raise ValueError(f"config: give a PSConfig or its settings ({', '.join(settings)}), not both")
+    where = {"bandwidth": bandwidth, "latency": latency, "device": device, "efficiency": efficiency,
+             "timeout": timeout}
     if colocated:
-        if consistency.check_mode(mode, staleness)[0] != "bsp":
-            raise ValueError(f"colocated: a colocated PS here is synchronous only (mode='bsp'), got mode={mode!r}")
-        if stragglers or membership is not None or restore is not None or start:
-            raise ValueError("colocated: stragglers, membership and saved servers need separate servers "
-                             "(colocated=False)")
-        return _colocated(workers, sharding, bandwidth, latency, steps, width, layers, batch, lr, momentum,
-                          partition_bytes, eval_every, device, efficiency, seed, timeout)
-    cfg = make_config(workers, servers, sharding, mode, staleness, steps, width, layers, batch, lr, momentum,
-                      stragglers, slowdown, straggle, partition_bytes, membership, eval_every, seed, start, restore,
-                      ready)
+        return _colocated(config, settings, where)
+    cfg = config if config is not None else make_config(**settings)
     net = make_network(bandwidth, latency) if emulate else None
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     ranks = cfg.roles.world_size
     if not cluster.under_torchrun():
-        cluster.check_memory(ranks, 80e6 + 6 * train.grad_bytes(width, layers), "this parameter-server run")
+        cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6),
+                             "this parameter-server run")
     res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=dev if emulate else None, timeout=timeout)
     where = ({"bandwidth_Bps": net.nic.bandwidth, "latency_s": net.nic.latency, "network": net.describe()}
              if emulate else {"network": "none (wall clock)"})
     return summarize(cfg, res, {**where, "device": dev.name, "clock": "virtual" if emulate else "wall"})
 
 
-def _colocated(workers, sharding, bandwidth, latency, steps, width, layers, batch, lr, momentum, partition_bytes,
-               eval_every, device, efficiency, seed, timeout) -> PSResult:
+def _colocated(config: PSConfig | None, settings: dict, where: dict) -> PSResult:
+    """Every rank a worker and a server: BytePS's summation service with no CPU servers."""
     from .hybrid import run_hybrid
-    if sharding not in ("range", "hash"):
-        raise ValueError(f"sharding: must be one of range, hash, got {sharding!r}")
-    out = run_hybrid(workers, 0, 0.0, bandwidth, latency, steps, width, layers, batch, lr, momentum, partition_bytes,
-                     eval_every, device, efficiency, seed, timeout, method="hash" if sharding == "hash" else "balanced")
+    if config is not None:
+        raise ValueError("colocated: give the settings (workers=..., steps=...), not a PSConfig: "
+                         "a colocated run has no separate servers to configure")
+    if consistency.check_mode(settings.get("mode", "bsp"), settings.get("staleness", 2))[0] != "bsp":
+        raise ValueError(f"colocated: a colocated PS here is synchronous only (mode='bsp'), "
+                         f"got mode={settings['mode']!r}")
+    if (settings.get("stragglers") or settings.get("membership") is not None
+            or settings.get("restore") is not None or settings.get("start")):
+        raise ValueError("colocated: stragglers, membership and saved servers need separate servers "
+                         "(colocated=False)")
+    cfg = make_config(**{**settings, "servers": 1})             # checks every setting; `servers` is ignored
+    workers, steps, sharding = cfg.roles.workers, cfg.membership.steps, cfg.smap.scheme
+    training = {name: getattr(cfg, name) for name in ("width", "layers", "batch", "lr", "momentum", "seed",
+                                                        "eval_every")}
+    out = run_hybrid(workers, 0, 0.0, steps=steps, partition_bytes=settings.get("partition_bytes"),
+                     method="hash" if sharding == "hash" else "balanced", **training, **where)
     tr = out["trace"]
     util = [sum(e.end - e.start for e in tr.of(r, "recv")) / tr.makespan for r in range(workers)]
     hist = out["history"]
     setup = {"workers": workers, "servers": workers, "colocated": True, "sharding": sharding, "mode": "bsp",
-             "steps": steps, "width": width, "model_bytes": out["model_bytes"], "lr": lr, "momentum": momentum,
-             "network": make_network(bandwidth, latency).describe(), "clock": "virtual"}
+             "steps": steps, "width": cfg.width, "model_bytes": out["model_bytes"], "lr": cfg.lr,
+             "momentum": cfg.momentum, "network": make_network(where["bandwidth"], where["latency"]).describe(),
+             "clock": "virtual"}
     setup["chunks"] = out["chunks"]
     pushes = steps * workers * out["chunks"]                     # every update is the sum of one step: never stale
     return PSResult(out["step_s"], out["comm_s"], out["worker_bytes"], util, {0: pushes}, 0,

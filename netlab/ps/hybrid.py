@@ -26,24 +26,25 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import data, train
+from .. import data, train, validate
 from . import protocol
+from .config import Training, training_of
+from .roles import Roles
 from .sharding import ShardMap
 
 
-@dataclass(frozen=True)
-class HybridConfig:
+@dataclass(frozen=True, kw_only=True)
+class HybridConfig(Training):
     workers: int
     cpu_servers: int
     smap: ShardMap                  # servers 0..k-1: CPU ranks p..p+k-1; servers k..k+p-1: workers 0..p-1
     steps: int = 1
-    width: int = 128
-    layers: int = 2
-    batch: int = 32
-    lr: float = 0.2
-    momentum: float = 0.0
-    seed: int = 0
     eval_every: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        Roles.of(self.workers, max(self.cpu_servers, 1))         # the rank-count check, one message
+        validate.whole(self.steps, "steps", 1, 100_000)
 
     def server_rank(self, server: int) -> int:
         k = self.cpu_servers
@@ -146,25 +147,26 @@ def rank_main(comm, cfg: HybridConfig) -> dict:
             "params": parameters_to_vector(model.parameters()).detach() if comm.rank == 0 else None}
 
 
-def run_hybrid(workers=8, cpu_servers=2, fraction=None, bandwidth="10Gbit/s", latency="5us", steps=1, width=128,
-               layers=2, batch=32, lr=0.2, momentum=0.0, partition_bytes=None, eval_every=0, device="cpu-core",
-               efficiency=0.5, seed=0, timeout=120.0, method="balanced") -> dict:
-    """Run the summation service on real ranks: step and push/pull time, per-rank bytes, accuracy."""
+def run_hybrid(workers=8, cpu_servers=2, fraction=None, *, bandwidth="10Gbit/s", latency="5us", partition_bytes=None,
+               device="cpu-core", efficiency=0.5, timeout=120.0, method="balanced", **training) -> dict:
+    """Run the summation service on real ranks: step and push/pull time, per-rank bytes, accuracy.
+
+    `training`: HybridConfig's own fields (steps, width, layers, batch, lr, momentum, seed, eval_every).
+    """
     from .. import cluster
     from ..net.network import network as make_network
     from ..net.presets import device as make_device
-    from .roles import Roles
     from .sharding import DEFAULT_PARTITION_BYTES, mixed_map
-    Roles.of(workers, max(cpu_servers, 1))                       # the rank-count check, one message
-    train.check_model(width, layers)
-    smap = mixed_map(train.parameter_count(width, layers), workers, cpu_servers,
+    model = training_of(training)                                # the MLP, checked before its size is used
+    smap = mixed_map(train.parameter_count(model.width, model.layers), workers, cpu_servers,
                      partition_bytes or DEFAULT_PARTITION_BYTES, fraction, method)
-    cfg = HybridConfig(workers, cpu_servers, smap, steps, width, layers, batch, lr, momentum, seed, eval_every)
+    cfg = HybridConfig(workers=workers, cpu_servers=cpu_servers, smap=smap, **training)
     net = make_network(bandwidth, latency)
     ranks = workers + cpu_servers
-    cluster.check_memory(ranks, 80e6 + 6 * train.grad_bytes(width, layers), "this BytePS run")
+    cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6), "this BytePS run")
     res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=make_device(device, efficiency),
                       timeout=timeout)
+    steps = cfg.steps
     w = res.values[:workers]
     comm_s = sum(max(v["comm_s"][t] for v in w) for t in range(steps)) / steps
     nic = [c[0] + c[1] for c in res.counters]                   # bytes through each rank's NIC, in + out

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import validate
 from ..cluster import MAX_RANKS
 
 
 def _whole(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name}: must be a whole number >= {low}, got {value!r}")
-    return value
+    return validate.whole(value, name, low, int_only=True)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import validate
+
 SCHEMES = ("range", "hash")
 DEFAULT_PARTITION_BYTES = 16_384        # bytes per hashed chunk (BytePS: 4,096,000 for 100 MB models)
 
@@ -101,9 +103,7 @@ class ShardMap:
 
 
 def check_servers(servers, what: str = "servers") -> int:
-    if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
-        raise ValueError(f"{what}: must be a whole number >= 1, got {servers!r}")
-    return servers
+    return validate.whole(servers, what, 1, int_only=True)
 
 
 def _pieces(offset: int, length: int, size: int | None):
@@ -118,7 +118,7 @@ def _pieces(offset: int, length: int, size: int | None):
 def _partition_elements(partition_bytes) -> int | None:
     if partition_bytes is None or partition_bytes == 0:
         return None                                              # whole ranges
-    if isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 4:
+    if validate.whole(partition_bytes, "partition_bytes", 0, int_only=True) < 4:
         raise ValueError(f"partition_bytes: must be 0 (whole ranges) or a whole number of bytes >= 4, "
                          f"got {partition_bytes!r}")
     return partition_bytes // 4
@@ -127,10 +127,8 @@ def _partition_elements(partition_bytes) -> int | None:
 def shard_map(numel: int, servers: int, scheme: str = "range", partition_bytes: int | None = None) -> ShardMap:
     """Split `numel` fp32 parameters over `servers` servers by `scheme` ('range' or 'hash')."""
     check_servers(servers)
-    if isinstance(numel, bool) or not isinstance(numel, int) or numel < 1:
-        raise ValueError(f"numel: must be a whole number >= 1, got {numel!r}")
-    if scheme not in SCHEMES:
-        raise ValueError(f"sharding: must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+    validate.whole(numel, "numel", 1, int_only=True)
+    validate.choice(scheme, "sharding", SCHEMES)
     chunks = []
     if partition_bytes is None:
         partition_bytes = DEFAULT_PARTITION_BYTES
@@ -164,11 +162,8 @@ def mixed_map(numel: int, workers: int, cpu_servers: int, partition_bytes: int =
     the hash leaves servers +-20 % apart).
     """
     check_servers(workers, "workers")
-    if isinstance(cpu_servers, bool) or not isinstance(cpu_servers, int) or not 0 <= cpu_servers <= workers:
-        raise ValueError(f"cpu_servers: must be a whole number from 0 to the number of workers ({workers}), "
-                         f"got {cpu_servers!r}")
-    if method not in ("balanced", "hash"):
-        raise ValueError(f"method: must be 'balanced' or 'hash', got {method!r}")
+    validate.whole(cpu_servers, "cpu_servers", 0, workers, int_only=True)      # at most one per worker
+    validate.choice(method, "method", ("balanced", "hash"))
     x = mixed_fraction(workers, cpu_servers) if fraction is None else fraction
     if not 0 <= x <= 1 or (x > 0 and cpu_servers == 0):
         raise ValueError(f"fraction: must be in [0, 1] (and 0 without CPU servers), got {fraction!r}")

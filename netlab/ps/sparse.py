@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .. import validate
 from . import protocol
 from .sharding import djb2
 
@@ -203,19 +204,16 @@ def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=
     from ..net.presets import device as make_device
     from .roles import Roles
     Roles.of(workers, servers)
-    if placement not in PLACEMENTS:
-        raise ValueError(f"placement: must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    validate.choice(placement, "placement", PLACEMENTS)
     for name, value, low in (("hot", hot, 0), ("rows", rows, 2), ("dim", dim, 1), ("lookups", lookups_per_step, 1),
                              ("steps", steps, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name}: must be a whole number >= {low}, got {value!r}")
-    if not (isinstance(zipf, (int, float)) and 0 <= zipf <= 4):
-        raise ValueError(f"zipf: the exponent must be from 0 to 4, got {zipf!r}")
+        validate.whole(value, name, low, int_only=True)
+    validate.number(zipf, "zipf", 0, 4)                         # the Zipf exponent
     cfg = SparseConfig(workers, servers, rows, dim, lookups_per_step, float(zipf), placement,
                        hot if placement == "replicate" else 0, steps, lr, seed)
     home, hot_ids = owners(cfg), hot_rows(cfg) if cfg.hot else np.zeros(0, dtype=np.int64)
     net = make_network(bandwidth, latency)
-    cluster.check_memory(workers + servers, 80e6 + 3 * 4 * rows * dim, "this embedding run")
+    cluster.check_memory(workers + servers, cluster.rank_bytes(4 * rows * dim, 3), "this embedding run")
     res = cluster.run(rank_main, cfg, home, hot_ids, ranks=workers + servers, network=net,
                       device=make_device("cpu-core"), timeout=timeout)
     srv = res.values[workers:]

@@ -15,7 +15,7 @@ for chapter 5's measurements (ECMP collisions, oversubscription, hierarchy, NIC 
 """
 from __future__ import annotations
 
-from .. import collectives
+from .. import collectives, validate
 from ..net.topology import Topology
 from .engine import SimResult, Simulator
 from .fabric import max_min, max_min_rates
@@ -38,8 +38,7 @@ def simulate(topology: Topology, collective: str = "allreduce", algo: str = "rin
     Hierarchical algorithms group ranks by the topology's accelerators per host unless
     `ranks_per_host` says otherwise. Pass a ``Simulator`` to reuse its routes across sizes.
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
-        raise ValueError(f"size: must be a whole number of bytes >= 1, got {nbytes!r}")
+    validate.whole(nbytes, "size", 1, int_only=True)                      # bytes
     sim = simulator or Simulator(topology, ranks, placement, routing, seed, gamma)
     collective, algo = collectives.resolve(collective, algo)
     g = ranks_per_host or topology.accelerators_per_host

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import cost
-from ..net.routing import route
+from .. import cost, validate
+from ..net.routing import MODES, route
 from ..net.topology import Topology
 from .fabric import FlowSet
 
@@ -138,15 +138,14 @@ class Simulator:
 
     def __init__(self, topology: Topology, ranks: int | None = None, placement: str = "ordered",
                  routing: str = "ecmp", seed: int = 0, gamma: float = 0.0):
-        self.topology, self.routing, self.seed = topology, routing, int(seed)
+        self.topology, self.routing, self.seed = topology, routing, validate.seed(seed)
         self.ranks = topology.size if ranks is None else ranks
         self.placement = placement if isinstance(placement, str) else "custom"
         self.nodes = topology.endpoints[topology.placement(self.ranks, placement, seed)]   # (ranks,) node ids
         if not gamma >= 0:
             raise ValueError(f"gamma: must be zero or more, got {gamma!r}")
         self.gamma = float(gamma)
-        if routing not in ("ecmp", "spray", "adaptive"):
-            raise ValueError(f"routing: must be one of ecmp, spray, adaptive, got {routing!r}")
+        validate.choice(routing, "routing", MODES)
         self._signatures: dict[tuple[bytes, bytes], _Signature] = {}
 
     def _signature(self, src: np.ndarray, dst: np.ndarray) -> _Signature:

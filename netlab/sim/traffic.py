@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import validate
 from ..collectives.schedule import Step, chunk_bounds
 
 
 def parameter_server(p: int, count: int, servers: int = 1):
     """Push then pull, as two steps of (p-k) x k messages; ranks 0..servers-1 are the servers."""
-    if isinstance(servers, bool) or not isinstance(servers, (int, np.integer)) or not 1 <= servers < p:
-        raise ValueError(f"servers: must be from 1 to {p - 1} (the other ranks are workers), got {servers!r}")
+    validate.whole(servers, "servers", 1, p - 1, int_only=True)          # the other ranks are workers
     offsets, lengths = chunk_bounds(count, servers)
     workers = np.arange(servers, p)
     worker = np.repeat(workers, servers)                 # (m,) each worker once per server

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..compress import METHODS, pays
+from ..compress import DEFAULTS, LEVEL_BITS, METHODS, pays
 from ..compress.training import run_training
 from ..figures.compress import accuracy_curves, step_time_vs_bandwidth
 from ..units import fmt_bytes, fmt_time, parse_bandwidth
@@ -29,10 +29,10 @@ class CompressPanel(Panel):
         self._baselines, self._sweeps = {}, {}
         super().__init__({
             "method": dropdown(list(METHODS), method, "method"),
-            "ratio": choice(RATIOS, 0.01, "ratio (k/d)"),
-            "rank": slider(widgets.IntSlider, 1, 1, 4, description="rank r"),
-            "bits": choice([2, 4, 8], 4, "bits (QSGD)"),
-            "tau": choice(TAUS, 0.01, "threshold tau"),
+            "ratio": choice(RATIOS, DEFAULTS["ratio"], "ratio (k/d)"),
+            "rank": slider(widgets.IntSlider, DEFAULTS["rank"], 1, 4, description="rank r"),
+            "bits": choice(list(LEVEL_BITS), DEFAULTS["bits"], "bits (QSGD)"),
+            "tau": choice(TAUS, DEFAULTS["tau"], "threshold tau"),
             "error_feedback": widgets.Checkbox(error_feedback, description="error feedback", style=STYLE),
             "bandwidth": choice(BANDWIDTHS, bandwidth, "bandwidth"),
             "ranks": slider(widgets.IntSlider, ranks, 2, max_ranks, description="nodes"),
@@ -41,7 +41,7 @@ class CompressPanel(Panel):
     def greyed(self, values):
         """Only the chosen method's knob is live; error feedback means nothing without compression."""
         knob = METHODS[values["method"]][0]
-        return {**{name: name != knob for name in ("ratio", "rank", "bits", "tau")},
+        return {**{name: name != knob for name in DEFAULTS},
                 "error_feedback": values["method"] == "none"}
 
     def options(self, method, ratio, rank, bits, tau) -> dict:

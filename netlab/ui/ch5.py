@@ -15,6 +15,7 @@ import ipywidgets as widgets
 from .. import sim
 from ..figures.topology import draw as draw_topology
 from ..net import fabrics
+from ..net.routing import MODES
 from ..net.topology import Host
 from ..units import fmt_bytes, fmt_time, parse_bytes
 from .panel import Panel, choice, columns, dropdown, slider, toggle
@@ -73,7 +74,7 @@ class FabricPanel(Panel):
             "gpus": choice([1, 2, 4, 8], gpus, "GPUs per server"),
             "nics": dropdown(NICS, nics, "NICs", layout=layout),
             "placement": toggle(["ordered", "shuffled"], placement, "placement"),
-            "routing": toggle(["ecmp", "adaptive", "spray"], routing, "routing"),
+            "routing": toggle(list(MODES), routing, "routing"),
             "algo": dropdown(ALGOS, algo, "algorithm", layout=layout),
             "ranks": choice([r for r in RANKS if r <= max_ranks], ranks, "ranks"),
             "size": choice(SIZES, size, "all-reduce size"),
