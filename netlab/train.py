@@ -6,9 +6,17 @@ forward and backward for real, and the ranks then sum their gradients (an all-re
 summed loss over the *global* batch size, so the summed gradient equals the full-batch gradient
 of a single process exactly -- a test checks it.
 
+``fit`` is the one training loop of the package: chapter 1's ``train`` and ``step``, compressed
+training, the parameter-server worker, the summation service and the all-reduce baseline all run
+it, and differ only in their sync object (``sync(comm, flat, step)``: a summed gradient, or fresh
+parameters from servers) and its arguments (stragglers, a worker's batch slice, an initial pull,
+stopping on a non-finite gradient). The optimizer is ``torch.optim``'s SGD (with momentum) or Adam.
+Left out: learning-rate schedules, gradient accumulation, mixed precision, checkpoints.
+
 Time: under an emulated network the forward/backward advance the virtual clock by their FLOPs
 (counted once per shape with ``torch.utils.flop_counter``) over the device's peak times its
-efficiency; on the wall clock they take what they take.
+efficiency, and so does the optimizer (``optimizer_flops``); on the wall clock they take what they
+take.
 
 Model size is the knob: two hidden layers of `width` give ~100 KB of fp32 gradients at width 128
 and ~50 MB at width 3500.
@@ -222,6 +230,8 @@ def fit(comm, *, steps: int | range = 100, width: int = 128, layers: int = 2, ba
     sync = sync or allreduce_sync("ring")
     returns = getattr(sync, "returns", "gradient")
     region = getattr(sync, "region", None)
+    if returns not in ("gradient", "parameters"):
+        raise ValueError(f"sync: returns must be 'gradient' or 'parameters', got {returns!r}")
     steps = range(steps) if isinstance(steps, int) else steps
     model = model if model is not None else make_model(width, layers, seed)
     x, y = data.load("train")
