@@ -6,22 +6,33 @@ forward and backward for real, and the ranks then sum their gradients (an all-re
 summed loss over the *global* batch size, so the summed gradient equals the full-batch gradient
 of a single process exactly -- a test checks it.
 
+``fit`` is the one training loop of the package: chapter 1's ``train`` and ``step``, compressed
+training, the parameter-server worker, the summation service and the all-reduce baseline all run
+it, and differ only in their sync object (``sync(comm, flat, step)``: a summed gradient, or fresh
+parameters from servers) and its arguments (stragglers, a worker's batch slice, an initial pull,
+stopping on a non-finite gradient). The optimizer is ``torch.optim``'s SGD (with momentum) or Adam.
+Left out: learning-rate schedules, gradient accumulation, mixed precision, checkpoints.
+
 Time: under an emulated network the forward/backward advance the virtual clock by their FLOPs
 (counted once per shape with ``torch.utils.flop_counter``) over the device's peak times its
-efficiency; on the wall clock they take what they take.
+efficiency, and so does the optimizer (``optimizer_flops``); on the wall clock they take what they
+take.
 
 Model size is the knob: two hidden layers of `width` give ~100 KB of fp32 gradients at width 128
 and ~50 MB at width 3500.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils import vector_to_parameters
 from torch.utils.flop_counter import FlopCounterMode
 
 from . import collectives, data, validate
@@ -126,28 +137,52 @@ def allreduce_sync(algo: str = "ring"):
     return sync
 
 
-def local_step(comm, model, x, y, idx, global_batch: int, flops: int | None) -> float:
-    """Forward and backward on this rank's samples; returns its share of the global mean loss."""
+def local_step(comm, model, x, y, idx, global_batch: int, flops: int | None, seconds: float | None = None) -> float:
+    """Forward and backward on this rank's samples; returns its share of the global mean loss.
+
+    Charged to the clock as `flops`, or as `seconds` when given (a straggler's stretched compute)."""
     model.zero_grad(set_to_none=False)
-    with comm.compute(flops=flops, label="forward+backward"):
+    with comm.compute(seconds=seconds, flops=None if seconds is not None else flops, label="forward+backward"):
         loss = F.cross_entropy(model(x[idx]), y[idx], reduction="sum") / global_batch
         loss.backward()
     return loss.item()
 
 
-def sgd_update(comm, model, lr: float, momentum: float = 0.0, buffers: list | None = None) -> None:
-    """SGD (with heavy-ball momentum when `buffers` is a list to keep the velocities in)."""
-    params = list(model.parameters())
-    n = sum(p.numel() for p in params)
-    with comm.compute(flops=(4 if momentum else 2) * n, label="optimizer"), torch.no_grad():
-        if momentum and buffers is not None and not buffers:
-            buffers.extend(torch.zeros_like(p) for p in params)
-        for i, p in enumerate(params):
-            if momentum and buffers is not None:
-                buffers[i].mul_(momentum).add_(p.grad)
-                p -= lr * buffers[i]
-            else:
-                p -= lr * p.grad
+OPTIMIZERS = ("sgd", "adam")
+ADAM_FLOPS = 13          # per element: torch's Adam update (two moments, square root, bias-corrected step)
+
+
+def make_optimizer(model, *, optimizer: str = "sgd", lr: float = 0.1, momentum: float = 0.0) -> torch.optim.Optimizer:
+    """``torch.optim.SGD`` (heavy-ball momentum when `momentum` > 0) or ``torch.optim.Adam`` on `model`."""
+    if optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    if optimizer == "adam":
+        if momentum:
+            raise ValueError(f"momentum: Adam keeps its own moments, got momentum={momentum!r}")
+        return torch.optim.Adam(model.parameters(), lr=lr)
+    raise ValueError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+
+
+def optimizer_flops(opt: torch.optim.Optimizer) -> int:
+    """FLOPs one step of `opt` is charged: 2 per element for SGD, 4 with momentum, ADAM_FLOPS for Adam."""
+    n = sum(p.numel() for group in opt.param_groups for p in group["params"])
+    if isinstance(opt, torch.optim.Adam):
+        return ADAM_FLOPS * n
+    return (4 if opt.param_groups[0]["momentum"] else 2) * n
+
+
+def optimizer_step(comm, opt: torch.optim.Optimizer, charge: bool = True) -> None:
+    """Step `opt` on the gradients in place, charged to the clock as its FLOPs unless `charge` is off."""
+    if not charge:
+        opt.step()
+        return
+    with comm.compute(flops=optimizer_flops(opt), label="optimizer"):
+        opt.step()
+
+
+def sgd_update(comm, model, lr: float) -> None:
+    """One plain SGD step on the gradients in `model`, charged to the clock."""
+    optimizer_step(comm, make_optimizer(model, lr=lr))
 
 
 def accuracy(model, x, y) -> float:
@@ -155,23 +190,96 @@ def accuracy(model, x, y) -> float:
         return (model(x).argmax(1) == y).float().mean().item()
 
 
+@dataclass
+class Fit:
+    """What ``fit`` leaves: the trained model and what happened on the way."""
+    model: nn.Module
+    history: dict            # at each evaluation: step, time_s, loss (this rank's share), accuracy (NaN off rank 0)
+    comm_s: list             # per step: clock from the start of the sync to its end
+    steps_done: int          # steps whose update was applied
+    diverged: int | None     # the step whose synced gradient was not finite (when checked), else None
+    loss: float | None       # the last step's loss share
+    grad: torch.Tensor | None    # the last step's synced gradient (or parameters), as the sync returned it
+
+    def evaluated(self, rank: int) -> dict:
+        """Step, time and accuracy at each evaluation on rank 0; empty lists elsewhere."""
+        keys = ("step", "time_s", "accuracy")
+        return {k: list(self.history[k]) if rank == 0 else [] for k in keys}
+
+
+def fit(comm, *, steps: int | range = 100, width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1,
+        momentum: float = 0.0, optimizer: str = "sgd", seed: int = 0, sync=None, eval_every: int = 10,
+        model: nn.Module | None = None, initial: torch.Tensor | None = None, batch_slice=None, slow=None,
+        charge_optimizer: bool = True, stop_if_not_finite: bool = False, eval_from: int = 0) -> Fit:
+    """The data-parallel loop every chapter trains with: batch, forward/backward, sync, optimizer, evaluate.
+
+    sync: ``sync(comm, flat_grad, step)`` returns the summed gradient (default: ring all-reduce), or,
+    when ``sync.returns == "parameters"``, the fresh flat parameters (a parameter server's pull) and no
+    optimizer runs here; None leaves the model as it is. ``sync.region``, when set, labels the exchange.
+    optimizer: "sgd" (momentum SGD) or "adam", ``torch.optim``'s, charged as ``optimizer_flops``
+    (nothing when `charge_optimizer` is off). steps: a count, or the range of global steps this rank runs.
+    model / initial: start from this model / these flat parameters (default: ``make_model``).
+    batch_slice(step) -> (position, ranks sharing the global batch); default (comm.rank, comm.world_size).
+    slow(step) -> the compute-time multiplier of this rank (a straggler); default none.
+    stop_if_not_finite: stop when the synced gradient is not finite (the same on every rank).
+    Evaluation (rank 0's test accuracy, not charged to the clock) every `eval_every` steps counted from
+    `eval_from`, and after the last; 0: never.
+    """
+    sync = sync or allreduce_sync("ring")
+    returns = getattr(sync, "returns", "gradient")
+    region = getattr(sync, "region", None)
+    if returns not in ("gradient", "parameters"):
+        raise ValueError(f"sync: returns must be 'gradient' or 'parameters', got {returns!r}")
+    steps = range(steps) if isinstance(steps, int) else steps
+    model = model if model is not None else make_model(width, layers, seed)
+    x, y = data.load("train")
+    xt, yt = data.load("test") if eval_every else (None, None)
+    flops = step_flops(width, layers, batch) if comm.virtual else None   # the wall clock measures instead
+    compute_s = comm.device.seconds(step_flops(width, layers, batch)) if slow and comm.device else None
+    opt = make_optimizer(model, optimizer=optimizer, lr=lr, momentum=momentum) if returns == "gradient" else None
+    if initial is not None:
+        with torch.no_grad():
+            vector_to_parameters(initial, model.parameters())
+    out = Fit(model, {"step": [], "time_s": [], "loss": [], "accuracy": []}, [], 0, None, None, None)
+    for t in steps:
+        i, n = batch_slice(t) if batch_slice else (comm.rank, comm.world_size)
+        idx = batch_indices(t, i, n, batch, len(y), seed)
+        seconds = compute_s * slow(t) if compute_s is not None else None
+        out.loss = local_step(comm, model, x, y, idx, n * batch, flops, seconds)
+        start = comm.now()
+        with comm.region(region) if region else contextlib.nullcontext():
+            got = sync(comm, flat_grad(model), t)
+        out.comm_s.append(comm.now() - start)
+        out.grad = got
+        if stop_if_not_finite and not torch.isfinite(got).all():     # identical on every rank: all stop together
+            out.diverged = t
+        elif returns == "gradient":
+            set_flat_grad(model, got)
+            optimizer_step(comm, opt, charge_optimizer)
+        elif got is not None:
+            with torch.no_grad():
+                vector_to_parameters(got, model.parameters())
+        if out.diverged is None:
+            out.steps_done += 1
+        last = t == steps[-1] or out.diverged is not None
+        if eval_every and ((t + 1 - eval_from) % eval_every == 0 or last):
+            out.history["step"].append(t + 1)
+            out.history["time_s"].append(comm.now())
+            out.history["loss"].append(out.loss)
+            out.history["accuracy"].append(accuracy(model, xt, yt) if comm.rank == 0 else math.nan)
+        if out.diverged is not None:
+            break
+    return out
+
+
 def step(comm, width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring", lr: float = 0.1,
          seed: int = 0, return_grad: bool = False) -> dict:
     """One data-parallel training step from a fresh model; the rank function behind ``netlab step``."""
-    model = make_model(width, layers, seed)
-    x, y = data.load("train")
-    idx = batch_indices(0, comm.rank, comm.world_size, batch, len(y), seed)
-    flops = step_flops(width, layers, batch) if comm.virtual else None   # the wall clock measures instead
-    loss = local_step(comm, model, x, y, idx, comm.world_size * batch, flops)
-    t0 = comm.now()
-    flat = flat_grad(model)
-    allreduce_sync(algo)(comm, flat, 0)
-    comm_s = comm.now() - t0
-    set_flat_grad(model, flat)
-    sgd_update(comm, model, lr)
-    out = {"loss": loss, "comm_s": comm_s, "grad_bytes": flat.numel() * 4}
+    res = fit(comm, steps=1, width=width, layers=layers, batch=batch, lr=lr, seed=seed, sync=allreduce_sync(algo),
+              eval_every=0)
+    out = {"loss": res.loss, "comm_s": res.comm_s[0], "grad_bytes": res.grad.numel() * 4}
     if return_grad:
-        out["grad"] = flat
+        out["grad"] = res.grad
     return out
 
 
@@ -184,22 +292,5 @@ def train(comm, steps: int = 100, width: int = 128, layers: int = 2, batch: int 
     `sync(comm, flat_grad, step) -> flat_grad` sums gradients across ranks (default: ring all-reduce).
     Evaluation is not charged to the clock: it is not part of training.
     """
-    sync = sync or allreduce_sync("ring")
-    model = make_model(width, layers, seed)
-    x, y = data.load("train")
-    xt, yt = data.load("test")
-    flops = step_flops(width, layers, batch) if comm.virtual else None
-    history = {"step": [], "time_s": [], "loss": [], "accuracy": []}
-    velocities: list = []
-    for s in range(steps):
-        idx = batch_indices(s, comm.rank, comm.world_size, batch, len(y), seed)
-        loss = local_step(comm, model, x, y, idx, comm.world_size * batch, flops)
-        flat = sync(comm, flat_grad(model), s)
-        set_flat_grad(model, flat)
-        sgd_update(comm, model, lr, momentum, velocities)
-        if (s + 1) % eval_every == 0 or s == steps - 1:
-            history["step"].append(s + 1)
-            history["time_s"].append(comm.now())
-            history["loss"].append(loss)
-            history["accuracy"].append(accuracy(model, xt, yt) if comm.rank == 0 else math.nan)
-    return history
+    return fit(comm, steps=steps, width=width, layers=layers, batch=batch, lr=lr, momentum=momentum, seed=seed,
+               sync=sync, eval_every=eval_every).history

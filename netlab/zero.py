@@ -8,8 +8,8 @@ the wire are the all-reduce's; the optimizer memory per rank falls by p.
 
 ``sharded_adam_step`` runs one such step on real ranks and returns what the chapter shows: bytes
 sent, optimizer-state bytes held, and the updated parameters (equal to an unsharded Adam step on
-the all-reduced gradient -- a test checks it). Left out: ZeRO-3's sharding of the parameters
-themselves between steps, and bucketing.
+the all-reduced gradient, and to ``torch.optim.Adam`` in one process on the full batch -- a test
+checks it). Left out: ZeRO-3's sharding of the parameters themselves between steps, and bucketing.
 """
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ import torch
 from . import collectives, data, train
 
 
-def _adam(param, grad, m, v, lr, betas=(0.9, 0.999), eps=1e-8, step=1):
-    """One Adam update of `param` in place (the textbook form, as torch.optim.Adam at step 1)."""
-    m.mul_(betas[0]).add_(grad, alpha=1 - betas[0])
-    v.mul_(betas[1]).addcmul_(grad, grad, value=1 - betas[1])
-    m_hat, v_hat = m / (1 - betas[0] ** step), v / (1 - betas[1] ** step)
-    param -= lr * m_hat / (v_hat.sqrt() + eps)
+def _adam_step(flat: torch.Tensor, grad: torch.Tensor, lr: float) -> int:
+    """One ``torch.optim.Adam`` step of the flat tensor `flat` in place; returns its state's bytes (two moments)."""
+    opt = torch.optim.Adam([flat], lr=lr)
+    flat.grad = grad
+    opt.step()
+    flat.grad = None
+    state = opt.state[flat]
+    return (state["exp_avg"].numel() + state["exp_avg_sq"].numel()) * 4
 
 
 def sharded_adam_step(comm, width: int = 256, batch: int = 16, lr: float = 1e-3, sharded: bool = True) -> dict:
@@ -40,12 +42,9 @@ def sharded_adam_step(comm, width: int = 256, batch: int = 16, lr: float = 1e-3,
         offsets, lengths = collectives.chunk_bounds(params.numel(), comm.world_size)
         lo, n = int(offsets[comm.rank]), int(lengths[comm.rank])
         mine = params[lo:lo + n].clone()
-        m, v = torch.zeros_like(mine), torch.zeros_like(mine)                 # Adam state for 1/p only
-        _adam(mine, shard, m, v, lr)
+        state_bytes = _adam_step(mine, shard, lr)                            # Adam state for 1/p only
         params = collectives.all_gather_chunks(comm, mine, params.numel(), algo="ring")
     else:
-        collectives.allreduce(comm, grad, algo="ring")
-        m, v = torch.zeros_like(params), torch.zeros_like(params)            # Adam state for everything
-        _adam(params, grad, m, v, lr)
-    return {"bytes_sent": comm.bytes_sent - sent_before, "state_bytes": (m.numel() + v.numel()) * 4,
-            "params": params}
+        grad = collectives.allreduce(comm, grad, algo="ring")
+        state_bytes = _adam_step(params, grad, lr)                           # Adam state for everything
+    return {"bytes_sent": comm.bytes_sent - sent_before, "state_bytes": state_bytes, "params": params}

@@ -5,13 +5,25 @@ import sys
 
 import pytest
 import torch
+from torch.nn.utils import parameters_to_vector
 
 import netlab
-from netlab import cost, zero
+from netlab import cost, data, train, zero
 from netlab.collectives import experiments
 from netlab.ui import ch2
 
 NET = netlab.network("10Gbit/s", "5us")
+
+
+def single_process_adam(ranks, width=256, batch=16, lr=1e-3):
+    """torch.optim.Adam's first step in one process, on the gradient of the whole global batch."""
+    model = train.make_model(width, 2, seed=0)
+    x, y = data.load("train")
+    idx = torch.cat([train.batch_indices(0, r, ranks, batch, len(y)) for r in range(ranks)])
+    torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt.step()
+    return parameters_to_vector(model.parameters()).detach()
 
 
 def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
@@ -20,13 +32,15 @@ def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
     plain = netlab.run(zero.sharded_adam_step, sharded=False, **kw)
     assert sum(v["bytes_sent"] for v in sharded.values) == sum(v["bytes_sent"] for v in plain.values)
     assert sharded.trace.makespan == pytest.approx(plain.trace.makespan, rel=1e-9)
+    reference = single_process_adam(4)
     for s, p in zip(sharded.values, plain.values):
         assert s["state_bytes"] * 4 == pytest.approx(p["state_bytes"], abs=16)    # 1/p, up to rounding
         # Adam's first step moves each weight by lr * g / (|g| + eps): for a gradient near zero the last-bit
-        # difference between a reduce-scatter's and an all-reduce's summation order is amplified up to lr
-        # (1e-3). One such weight in 85,002 moved 4.8e-6 on some CPUs; 1 % of lr bounds that, and a wrong
-        # shard (a different weight's gradient) would miss by about lr.
-        torch.testing.assert_close(s["params"], p["params"], rtol=1e-5, atol=1e-5)
+        # difference between two summation orders (a reduce-scatter's, an all-reduce's, one process's
+        # full-batch backward) is amplified up to lr (1e-3). One such weight in 85,002 moved 4.8e-6 on some
+        # CPUs; 1 % of lr bounds that, and a wrong shard (a different weight's gradient) would miss by about lr.
+        torch.testing.assert_close(s["params"], reference, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(p["params"], reference, rtol=1e-5, atol=1e-5)
 
 
 def test_ring_snapshots_show_the_textbook_states():

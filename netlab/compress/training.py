@@ -1,10 +1,10 @@
 """Train chapter 1's digits MLP on real ranks with a compressed gradient exchange.
 
-``train_compressed`` is the rank function: chapter 1's loop (``netlab.train``'s helpers: batches,
-forward/backward charged by FLOPs, SGD) with ``sync`` replaced by a compression pipeline, and the
-optimizer's momentum turned off when the method carries its own (DGC's momentum correction needs
-that control, which is why this loop is not ``train.train``). It records accuracy against steps and
-against the virtual clock, and the bytes each rank really put on the wire per step.
+``train_compressed`` is the rank function: chapter 1's loop (``netlab.train.fit``) with the sync
+replaced by a compression pipeline (``Counted`` wraps it to count bytes), and the optimizer's
+momentum turned off when the method carries its own (DGC's momentum correction). It records
+accuracy against steps and against the virtual clock, and the bytes each rank really put on the
+wire per step.
 
 ``run_training`` launches it from a ``TrainConfig`` (``config.py``) or the same keywords: it prices
 the codec's compute first (``codec_cost``: the per-element model by default, or measured here), so
@@ -21,12 +21,27 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from .. import cluster, data, train
+from .. import cluster, train
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import make
 from .codec_cost import codec_seconds
 from .config import TrainConfig
+
+class Counted:
+    """A compression pipeline as ``train.fit``'s sync, counting the bytes it really sent and its payloads."""
+    returns, region = "gradient", None
+
+    def __init__(self, pipeline):
+        self.pipeline, self.wire_bytes, self.payload_bytes = pipeline, 0, 0
+
+    def __call__(self, comm, flat: torch.Tensor, step: int) -> torch.Tensor:
+        sent = comm.bytes_sent
+        flat = self.pipeline.sync(comm, flat, step)
+        self.wire_bytes += comm.bytes_sent - sent
+        self.payload_bytes += self.pipeline.payload_bytes
+        return flat
+
 
 def train_compressed(comm, method: str = "none", error_feedback: bool = False, steps: int = 300,
                      width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
@@ -40,40 +55,16 @@ def train_compressed(comm, method: str = "none", error_feedback: bool = False, s
     model = train.make_model(width, layers, seed)
     shapes = [tuple(p.shape) for p in model.parameters()]
     if sync_factory is not None:
-        sync = sync_factory(comm)
+        pipeline = sync_factory(comm)
     else:
-        sync = make(method, error_feedback, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank,
-                    seed=seed, encode_s=encode_s, decode_s=decode_s, **options)
-    opt_momentum = 0.0 if sync.handles_momentum else momentum
-    x, y = data.load("train")
-    xt, yt = data.load("test")
-    flops = train.step_flops(width, layers, batch)
-    hist = {"step": [], "time_s": [], "loss": [], "accuracy": [], "wire_bytes": 0, "payload_bytes": 0,
-            "steps_done": 0, "diverged": None}
-    velocities: list = []
-    for s in range(steps):
-        idx = train.batch_indices(s, comm.rank, comm.world_size, batch, len(y), seed)
-        loss = train.local_step(comm, model, x, y, idx, comm.world_size * batch, flops)
-        sent = comm.bytes_sent
-        flat = sync.sync(comm, train.flat_grad(model), s)
-        hist["wire_bytes"] += comm.bytes_sent - sent
-        hist["payload_bytes"] += sync.payload_bytes
-        if not torch.isfinite(flat).all():            # identical on every rank: all stop together
-            hist["diverged"] = s
-        else:
-            train.set_flat_grad(model, flat)
-            train.sgd_update(comm, model, lr, opt_momentum, velocities)
-            hist["steps_done"] = s + 1
-        last = s == steps - 1 or hist["diverged"] is not None
-        if (s + 1) % eval_every == 0 or last:
-            hist["step"].append(s + 1)
-            hist["time_s"].append(comm.now())
-            hist["loss"].append(loss)
-            hist["accuracy"].append(train.accuracy(model, xt, yt) if comm.rank == 0 else math.nan)
-        if hist["diverged"] is not None:
-            break
-    hist["clock_s"] = comm.now()
-    return hist
+        pipeline = make(method, error_feedback, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank,
+                        seed=seed, encode_s=encode_s, decode_s=decode_s, **options)
+    sync = Counted(pipeline)
+    res = train.fit(comm, steps=steps, width=width, layers=layers, batch=batch, lr=lr, seed=seed, sync=sync,
+                    momentum=0.0 if pipeline.handles_momentum else momentum, eval_every=eval_every, model=model,
+                    stop_if_not_finite=True)
+    return {**res.history, "wire_bytes": sync.wire_bytes, "payload_bytes": sync.payload_bytes,
+            "steps_done": res.steps_done, "diverged": res.diverged, "clock_s": comm.now()}
 
 
 @dataclass

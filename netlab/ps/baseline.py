@@ -2,15 +2,13 @@
 
 Chapter 1's data-parallel loop (``netlab.train``): every worker computes on its slice, the ranks sum
 gradients with a ring all-reduce (2(p-1)/p of the model through every NIC, no extra machines),
-and every rank applies the same SGD update. Synchronous by nature: a straggler holds up the ring.
-Uses the PS run's configuration (model, batch, lr, momentum, stragglers), so the two runs differ
-only in how the gradients meet.
+and every rank applies the same SGD update (not charged to the clock: the servers' is not either).
+Synchronous by nature: a straggler holds up the ring. Uses the PS run's configuration (model,
+batch, lr, momentum, stragglers), so the two runs differ only in how the gradients meet.
 """
 from __future__ import annotations
 
-import torch
-
-from .. import cluster, collectives, data, train
+from .. import cluster, train
 from ..net.network import network as make_network
 from ..net.presets import device as make_device
 from .config import PSConfig
@@ -18,38 +16,11 @@ from .experiment import make_config
 
 
 def allreduce_main(comm, cfg: PSConfig) -> dict:
-    model = train.make_model(cfg.width, cfg.layers, cfg.seed)
-    x, y = data.load("train")
-    xt, yt = data.load("test")
-    p = comm.world_size
-    compute_s = comm.device.seconds(train.step_flops(cfg.width, cfg.layers, cfg.batch))
-    velocities, comm_s = [], []
-    history = {"step": [], "time_s": [], "accuracy": []}
-    steps = cfg.membership.steps
-    for t in range(steps):
-        idx = train.batch_indices(t, comm.rank, p, cfg.batch, len(y), cfg.seed)
-        model.zero_grad(set_to_none=False)
-        with comm.compute(seconds=compute_s * cfg.slow(comm.rank, t), label="forward+backward"):
-            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx], reduction="sum") / (p * cfg.batch)
-            loss.backward()
-        start = comm.now()
-        flat = collectives.allreduce(comm, train.flat_grad(model), algo="ring")
-        comm_s.append(comm.now() - start)
-        train.set_flat_grad(model, flat)
-        with torch.no_grad():
-            for i, param in enumerate(model.parameters()):          # the servers' update, on every rank
-                if cfg.momentum:
-                    if len(velocities) <= i:
-                        velocities.append(torch.zeros_like(param))
-                    velocities[i].mul_(cfg.momentum).add_(param.grad)
-                    param -= cfg.lr * velocities[i]
-                else:
-                    param -= cfg.lr * param.grad
-        if comm.rank == 0 and cfg.eval_every and ((t + 1) % cfg.eval_every == 0 or t == steps - 1):
-            history["step"].append(t + 1)
-            history["time_s"].append(comm.now())
-            history["accuracy"].append(train.accuracy(model, xt, yt))
-    return {"comm_s": comm_s, "history": history}
+    """Chapter 1's loop with the PS run's stragglers; the update is not charged, as the servers' is not."""
+    res = train.fit(comm, steps=cfg.membership.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch,
+                    lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, sync=train.allreduce_sync("ring"),
+                    eval_every=cfg.eval_every, slow=lambda t: cfg.slow(comm.rank, t), charge_optimizer=False)
+    return {"comm_s": res.comm_s, "history": res.evaluated(comm.rank)}
 
 
 PS_ONLY = ("servers", "sharding", "mode", "staleness", "partition_bytes")   # settings a ring has no use for

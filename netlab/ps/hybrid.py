@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch.nn.utils import parameters_to_vector
 
-from .. import data, train, validate
+from .. import train, validate
 from . import protocol
 from .config import Training, training_of
 from .roles import Roles
@@ -117,34 +118,28 @@ def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> t
     return total
 
 
+class SummationSync:
+    """``exchange`` as ``train.fit``'s sync: the workers get the summed gradient and step the optimizer."""
+    returns, region = "gradient", "push/pull"
+
+    def __init__(self, cfg: HybridConfig):
+        self.cfg = cfg
+
+    def __call__(self, comm, flat: torch.Tensor, step: int) -> torch.Tensor:
+        return exchange(comm, self.cfg, step, flat)
+
+
 def rank_main(comm, cfg: HybridConfig) -> dict:
     """Workers train chapter 1's MLP with the summation service; CPU servers only add."""
     if comm.rank >= cfg.workers:
         for t in range(cfg.steps):
             exchange(comm, cfg, t, None)
         return {"role": "server"}
-    model = train.make_model(cfg.width, cfg.layers, cfg.seed)
-    x, y = data.load("train")
-    xt, yt = data.load("test")
-    flops = train.step_flops(cfg.width, cfg.layers, cfg.batch)
-    velocities, comm_s = [], []
-    history = {"step": [], "time_s": [], "accuracy": []}
-    for t in range(cfg.steps):
-        idx = train.batch_indices(t, comm.rank, cfg.workers, cfg.batch, len(y), cfg.seed)
-        train.local_step(comm, model, x, y, idx, cfg.workers * cfg.batch, flops)
-        start = comm.now()
-        with comm.region("push/pull"):
-            summed = exchange(comm, cfg, t, train.flat_grad(model))
-        comm_s.append(comm.now() - start)
-        train.set_flat_grad(model, summed)
-        train.sgd_update(comm, model, cfg.lr, cfg.momentum, velocities)
-        if comm.rank == 0 and cfg.eval_every and ((t + 1) % cfg.eval_every == 0 or t == cfg.steps - 1):
-            history["step"].append(t + 1)
-            history["time_s"].append(comm.now())
-            history["accuracy"].append(train.accuracy(model, xt, yt))
-    from torch.nn.utils import parameters_to_vector
-    return {"role": "worker", "comm_s": comm_s, "history": history,
-            "params": parameters_to_vector(model.parameters()).detach() if comm.rank == 0 else None}
+    res = train.fit(comm, steps=cfg.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, lr=cfg.lr,
+                    momentum=cfg.momentum, seed=cfg.seed, sync=SummationSync(cfg), eval_every=cfg.eval_every,
+                    batch_slice=lambda t: (comm.rank, cfg.workers))
+    return {"role": "worker", "comm_s": res.comm_s, "history": res.evaluated(comm.rank),
+            "params": parameters_to_vector(res.model.parameters()).detach() if comm.rank == 0 else None}
 
 
 def run_hybrid(workers=8, cpu_servers=2, fraction=None, *, bandwidth="10Gbit/s", latency="5us", partition_bytes=None,

@@ -1,11 +1,12 @@
 """Training chapter 1's MLP on the digits through parameter servers: the function every rank runs.
 
-Workers compute forward and backward on their slice of each global batch (exactly as in
-``netlab.train``: the loss is summed and divided by the global batch, so the sum of the workers'
-gradients is the full batch's gradient), push the gradient, and pull the parameters the servers
-hold. Servers run ``DenseServer``. Under BSP this is the same arithmetic as all-reduce training with
-momentum SGD (a test checks the final weights against ``netlab.train``). Under ASP/SSP each push is
-applied on its own, so a round of p pushes moves the model as far as one BSP step, on staler values.
+Workers run chapter 1's loop (``netlab.train.fit``) with ``PushPull`` as its sync: they compute
+forward and backward on their slice of each global batch (the loss is summed and divided by the
+global batch, so the sum of the workers' gradients is the full batch's gradient), push the gradient,
+and pull the parameters the servers hold. Servers run ``DenseServer``. Under BSP this is the same
+arithmetic as all-reduce training with momentum SGD (a test checks the final weights against
+``netlab.train``). Under ASP/SSP each push is applied on its own, so a round of p pushes moves the
+model as far as one BSP step, on staler values.
 
 Stragglers: worker w's compute takes ``slowdown[w]`` times the modelled duration (FLOPs / device).
 Worker 0 evaluates test accuracy every ``eval_every`` steps (not charged to the clock).
@@ -13,9 +14,9 @@ Worker 0 evaluates test accuracy every ``eval_every`` steps (not charged to the 
 from __future__ import annotations
 
 import torch
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.nn.utils import parameters_to_vector
 
-from .. import data, train
+from .. import train
 from .config import PSConfig
 from .server import DenseServer
 from .worker import PSClient
@@ -40,36 +41,31 @@ def _slice(cfg: PSConfig, w: int, step: int) -> tuple[int, int]:
     return w, cfg.roles.workers
 
 
+class PushPull:
+    """A worker's ``PSClient`` as ``train.fit``'s sync: push the gradient, pull fresh parameters.
+
+    Returns None when the worker is not sent parameters this step (a BSP step it leaves after), and
+    keeps the sum of every gradient it pushed (the elastic check)."""
+    returns, region = "parameters", "push/pull"
+
+    def __init__(self, client: PSClient, cfg: PSConfig, steps: range):
+        self.client, self.cfg, self.steps = client, cfg, steps
+        self.pushed = torch.zeros(cfg.smap.numel)
+
+    def __call__(self, comm, grad: torch.Tensor, step: int) -> torch.Tensor | None:
+        self.pushed += grad
+        pull = self.cfg.mode != "bsp" or self.client.worker in self.cfg.membership.recipients(step)
+        return self.client.push_pull(grad, step, last=step == self.steps.stop - 1, pull=pull)
+
+
 def worker_main(comm, cfg: PSConfig, w: int) -> dict:
-    model = train.make_model(cfg.width, cfg.layers, cfg.seed)
-    x, y = data.load("train")
-    xt, yt = data.load("test")
-    compute_s = comm.device.seconds(train.step_flops(cfg.width, cfg.layers, cfg.batch)) if comm.device else None
     client = PSClient(comm, cfg, w)
     steps = cfg.steps_of(w)
-    history = {"step": [], "time_s": [], "accuracy": []}
-    pushed = torch.zeros(cfg.smap.numel)                 # the sum of every gradient this worker pushed
-    if len(steps) and cfg.initial_pull(w):
-        vector_to_parameters(client.pull(steps.start - 1), model.parameters())
-    for t in steps:
-        i, n = _slice(cfg, w, t)
-        idx = train.batch_indices(t, i, n, cfg.batch, len(y), cfg.seed)
-        model.zero_grad(set_to_none=False)
-        with comm.compute(seconds=compute_s and compute_s * cfg.slow(w, t), label="forward+backward"):
-            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx], reduction="sum") / (n * cfg.batch)
-            loss.backward()
-        grad = train.flat_grad(model)
-        pushed += grad
-        last = t == steps.stop - 1
-        pull = cfg.mode != "bsp" or w in cfg.membership.recipients(t)
-        with torch.no_grad(), comm.region("push/pull"):
-            fresh = client.push_pull(grad, t, last=last, pull=pull)
-            if fresh is not None:
-                vector_to_parameters(fresh, model.parameters())
-        done = t + 1 - cfg.start
-        if w == 0 and cfg.eval_every and (done % cfg.eval_every == 0 or last):
-            history["step"].append(t + 1)
-            history["time_s"].append(comm.now())
-            history["accuracy"].append(train.accuracy(model, xt, yt))
-    return {"role": "worker", "worker": w, "history": history, "pushed": pushed, "comm_s": client.comm_s,
-            "steps": len(steps), "params": parameters_to_vector(model.parameters()).detach() if w == 0 else None}
+    sync = PushPull(client, cfg, steps)
+    initial = client.pull(steps.start - 1) if len(steps) and cfg.initial_pull(w) else None
+    res = train.fit(comm, steps=steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, seed=cfg.seed,
+                    sync=sync, eval_every=cfg.eval_every, eval_from=cfg.start, initial=initial,
+                    batch_slice=lambda t: _slice(cfg, w, t), slow=lambda t: cfg.slow(w, t))
+    return {"role": "worker", "worker": w, "history": res.evaluated(w), "pushed": sync.pushed,
+            "comm_s": client.comm_s, "steps": len(steps),
+            "params": parameters_to_vector(res.model.parameters()).detach() if w == 0 else None}
