@@ -25,6 +25,26 @@ def _stop_pool_at_end():
     netlab.shutdown()
 
 
+@pytest.fixture
+def run_cli(capsys):
+    """`netlab <args>` in this process: run_cli(*args) -> (exit status, stdout, stderr).
+
+    Argument errors need no process of their own; each `python -m netlab <command>` keeps one real
+    subprocess test (test_cli_flags.py, and test_congestion_cli.py for congestion) for the entry path.
+    """
+    from netlab import cli
+
+    def run(*args):
+        capsys.readouterr()
+        try:
+            code = cli.main([str(a) for a in args])
+        except SystemExit as exc:                   # argparse's own errors
+            code = exc.code
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
+
+
 def pool_pids() -> list[int]:
     return list(cluster._default.pids) if cluster._default is not None and cluster._default.alive else []
 

@@ -56,25 +56,22 @@ def test_panel_measures_every_algorithm_beside_its_formula(capsys):
     assert panel.rows[0]["ranks"] == 8
 
 
-def test_bench_command_json_and_check():
-    out = subprocess.run([sys.executable, "-m", "netlab", "bench", "allreduce", "--ranks", "8", "--algo", "ring",
-                          "--bandwidth", "100Gbit/s", "--latency", "5us", "--sizes", "1K:256M", "--json"],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
+def test_bench_command_json_and_check(run_cli):
+    code, stdout, stderr = run_cli("bench", "allreduce", "--ranks", "8", "--algo", "ring", "--bandwidth", "100Gbit/s",
+                                   "--latency", "5us", "--sizes", "1K:256M", "--json")
+    assert code == 0, stderr
+    rows = json.loads(stdout)
     assert len(rows) == 19
     assert {"collective", "algo", "ranks", "bytes", "time_s", "predicted_s", "algbw_GBps", "busbw_GBps"} <= set(rows[0])
     for r in rows:
         assert r["time_s"] == pytest.approx(r["predicted_s"], rel=0.01)
     assert rows[-1]["busbw_GBps"] / 12.5 > 0.99                         # busbw -> link bandwidth
-    checked = subprocess.run([sys.executable, "-m", "netlab", "bench", "reduce_scatter", "--ranks", "5", "--algo", "all",
-                              "--preset", "25GbE", "--sizes", "1K,1M", "--check", "--dtype", "int32"],
-                             capture_output=True, text=True, timeout=300)
-    assert checked.returncode == 0, checked.stderr
-    assert checked.stdout.count(" ok") == 4
-    bad = subprocess.run([sys.executable, "-m", "netlab", "bench", "allreduce", "--algo", "torch", "--bandwidth", "1Gbit/s"],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("netlab bench: error: algo:")
+    code, stdout, stderr = run_cli("bench", "reduce_scatter", "--ranks", "5", "--algo", "all", "--preset", "25GbE",
+                                   "--sizes", "1K,1M", "--check", "--dtype", "int32")
+    assert code == 0, stderr
+    assert stdout.count(" ok") == 4
+    code, _, stderr = run_cli("bench", "allreduce", "--algo", "torch", "--bandwidth", "1Gbit/s")
+    assert code == 2 and stderr.strip().startswith("netlab bench: error: algo:")
 
 
 def test_wall_clock_bench_against_torch_runs():
