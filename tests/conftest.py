@@ -19,6 +19,14 @@ import netlab  # noqa: E402
 from netlab import cluster  # noqa: E402
 
 
+def pytest_collection_modifyitems(config, items):
+    """Notebook runs (nbval's items from labs/*.ipynb) are slow: `pytest -m "not slow" tests labs`
+    leaves them to `make test`. Applies whenever tests/ is collected too (this conftest is loaded)."""
+    for item in items:
+        if str(item.path).endswith(".ipynb"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _stop_pool_at_end():
     yield
