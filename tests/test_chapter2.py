@@ -13,6 +13,7 @@ from netlab.ui import ch2
 NET = netlab.network("10Gbit/s", "5us")
 
 
+@pytest.mark.slow                       # two ZeRO runs
 def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
     kw = dict(ranks=4, network=NET, device=netlab.device("cpu-core"))
     sharded = netlab.run(zero.sharded_adam_step, sharded=True, **kw)
@@ -56,6 +57,7 @@ def test_panel_measures_every_algorithm_beside_its_formula(capsys):
     assert panel.rows[0]["ranks"] == 8
 
 
+@pytest.mark.slow                       # 19 sizes up to 256 MB on 8 ranks
 def test_bench_command_json_and_check(run_cli):
     code, stdout, stderr = run_cli("bench", "allreduce", "--ranks", "8", "--algo", "ring", "--bandwidth", "100Gbit/s",
                                    "--latency", "5us", "--sizes", "1K:256M", "--json")
@@ -83,6 +85,7 @@ def test_wall_clock_bench_against_torch_runs():
         assert bench(collective, "torch", 2, [4096], None, iters=1)[0]["time_s"] > 0
 
 
+@pytest.mark.slow                       # torchrun
 def test_bench_under_torchrun_measures_the_real_transport():
     import os
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")

@@ -115,6 +115,7 @@ def test_the_cases_the_fault_campaign_found(args, words, capsys, no_ranks):
     assert lines[0].startswith(f"netlab {args[0]}: error: {words}"), lines[0]
 
 
+@pytest.mark.slow                       # a fresh interpreter per command
 @pytest.mark.parametrize("args, name", [
     (["step", "--width", "nan"], "width"), (["bench", "allreduce", "--sizes="], "sizes"), (["ps", "--lr", "inf"], "lr"),
     (["compress", "--ranks", "0"], "ranks"), (["sim", "allreduce", "--size", "-1"], "size"),

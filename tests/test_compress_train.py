@@ -23,6 +23,7 @@ def baseline():
     return run_training("none", ranks=4, steps=300, codec="free")
 
 
+@pytest.mark.slow                       # three 300-step trainings
 def test_top_k_needs_error_feedback_and_gets_within_a_point_with_it(baseline):
     plain = run_training("topk", ranks=4, steps=300, ratio=0.01, codec="free")
     ef = run_training("topk", ranks=4, steps=300, ratio=0.01, error_feedback=True, codec="free")
@@ -43,6 +44,7 @@ def test_rescaled_random_k_diverges_with_error_feedback_and_trains_without():
     assert plain.bytes_per_step == pytest.approx(2 * 3 / 4 * K10 * 4, abs=2 * 3 * 4)   # shared indices: all-reduced
 
 
+@pytest.mark.slow                       # three 300-step trainings
 def test_powersgd_rank_one_matches_the_baseline_with_error_feedback_only():
     base = run_training("none", ranks=2, steps=300, codec="free")
     ef = run_training("powersgd", ranks=2, steps=300, rank=1, error_feedback=True, codec="free")

@@ -65,6 +65,7 @@ def test_step_command_rejects_bad_values_in_one_line(args, name, run_cli):
     assert len(lines) == 1 and lines[0].startswith(f"netlab step: error: {name}:"), stderr
 
 
+@pytest.mark.slow                       # torchrun
 @pytest.mark.skipif(shutil.which("torchrun", path=os.path.dirname(sys.executable)) is None, reason="no torchrun")
 def test_same_command_under_torchrun_uses_the_wall_clock():
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
