@@ -1,5 +1,6 @@
-# netlab's two commands:  make lab  (install, then open JupyterLab on labs/)
+# netlab's commands:      make lab  (install, then open JupyterLab on labs/)
 #                         make test (install, then run every test, notebooks included)
+#                         make quick (install, then every test not marked slow: a two-minute inner loop)
 # Everything goes into a local virtual environment, .venv/. torch is pinned and CPU-only: on Linux
 # tools/install_torch.py takes it from PyTorch's CPU index (PyPI's Linux wheel pulls several GB of
 # CUDA), falling back to the default index; a compatible torch already in .venv is kept.
@@ -14,7 +15,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.netlab-installed
 EXACT  := $(if $(filter file,$(origin TORCH)),,--exact)
 
-.PHONY: install lab test bench clean
+.PHONY: install lab test quick bench clean
 
 install: $(STAMP)
 
@@ -32,6 +33,9 @@ lab: install
 
 test: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q -rs
+
+quick: install
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
 
 bench: install
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/launch.py

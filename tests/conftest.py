@@ -19,10 +19,38 @@ import netlab  # noqa: E402
 from netlab.runtime import shared  # noqa: E402
 
 
+def pytest_collection_modifyitems(config, items):
+    """Notebook runs (nbval's items from labs/*.ipynb) are slow: `pytest -m "not slow" tests labs`
+    leaves them to `make test`. Applies whenever tests/ is collected too (this conftest is loaded)."""
+    for item in items:
+        if str(item.path).endswith(".ipynb"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _stop_pool_at_end():
     yield
     netlab.shutdown()
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """`netlab <args>` in this process: run_cli(*args) -> (exit status, stdout, stderr).
+
+    Argument errors need no process of their own; each `python -m netlab <command>` keeps one real
+    subprocess test (test_cli_flags.py, and test_congestion_cli.py for congestion) for the entry path.
+    """
+    from netlab import cli
+
+    def run(*args):
+        capsys.readouterr()
+        try:
+            code = cli.main([str(a) for a in args])
+        except SystemExit as exc:                   # argparse's own errors
+            code = exc.code
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
 
 
 def pool_pids() -> list[int]:

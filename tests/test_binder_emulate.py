@@ -9,6 +9,8 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, os.path.join(ROOT, "binder"))
 import emulate  # noqa: E402
 
+pytestmark = pytest.mark.slow             # builds Binder's environment, runs a chapter in it
+
 
 def test_requirements_drop_the_cpu_index_and_pin_the_local_torch(tmp_path):
     out = tmp_path / "req.txt"

@@ -27,6 +27,8 @@ import pytest
 
 from browser_driver import ROOT, Browser, JupyterLab, Notebook, Snapshot, unavailable
 
+pytestmark = pytest.mark.slow             # a third of the whole suite: JupyterLab and Chromium per chapter
+
 CHAPTERS = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
 INTERRUPT_IN = {"04_gradient_compression.ipynb"}       # its panel computes for seconds: time to interrupt
 SHOTS = Path(os.environ.get("NETLAB_SCREENSHOTS", ROOT / "tests" / ".screenshots"))

@@ -26,6 +26,7 @@ def single_process_adam(ranks, width=256, batch=16, lr=1e-3):
     return parameters_to_vector(model.parameters()).detach()
 
 
+@pytest.mark.slow                       # two ZeRO runs
 def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
     kw = dict(ranks=4, network=NET, device=netlab.device("cpu-core"))
     sharded = netlab.run(zero.sharded_adam_step, sharded=True, **kw)
@@ -71,25 +72,23 @@ def test_panel_measures_every_algorithm_beside_its_formula(capsys):
     assert panel.rows[0]["ranks"] == 8
 
 
-def test_bench_command_json_and_check():
-    out = subprocess.run([sys.executable, "-m", "netlab", "bench", "allreduce", "--ranks", "8", "--algo", "ring",
-                          "--bandwidth", "100Gbit/s", "--latency", "5us", "--sizes", "1K:256M", "--json"],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
-    assert len(rows) == 19
+@pytest.mark.slow                       # 19 sizes up to 256 MB on 8 ranks
+def test_bench_command_json_and_check(run_cli):
+    code, stdout, stderr = run_cli("bench", "allreduce", "--ranks", "8", "--algo", "ring", "--bandwidth", "100Gbit/s",
+                                   "--latency", "5us", "--sizes", "1K:256M", "--json")
+    assert code == 0, stderr
+    rows = json.loads(stdout)
+    assert len(rows) == len(range(10, 28 + 1))                          # 1K:256M: powers of two 2**10 .. 2**28
     assert {"collective", "algo", "ranks", "bytes", "time_s", "predicted_s", "algbw_GBps", "busbw_GBps"} <= set(rows[0])
     for r in rows:
         assert r["time_s"] == pytest.approx(r["predicted_s"], rel=0.01)
     assert rows[-1]["busbw_GBps"] / 12.5 > 0.99                         # busbw -> link bandwidth
-    checked = subprocess.run([sys.executable, "-m", "netlab", "bench", "reduce_scatter", "--ranks", "5", "--algo", "all",
-                              "--preset", "25GbE", "--sizes", "1K,1M", "--check", "--dtype", "int32"],
-                             capture_output=True, text=True, timeout=300)
-    assert checked.returncode == 0, checked.stderr
-    assert checked.stdout.count(" ok") == 4
-    bad = subprocess.run([sys.executable, "-m", "netlab", "bench", "allreduce", "--algo", "torch", "--bandwidth", "1Gbit/s"],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("netlab bench: error: algo:")
+    code, stdout, stderr = run_cli("bench", "reduce_scatter", "--ranks", "5", "--algo", "all", "--preset", "25GbE",
+                                   "--sizes", "1K,1M", "--check", "--dtype", "int32")
+    assert code == 0, stderr
+    assert stdout.count(" ok") == 4
+    code, _, stderr = run_cli("bench", "allreduce", "--algo", "torch", "--bandwidth", "1Gbit/s")
+    assert code == 2 and stderr.strip().startswith("netlab bench: error: algo:")
 
 
 def test_wall_clock_bench_against_torch_runs():
@@ -101,6 +100,7 @@ def test_wall_clock_bench_against_torch_runs():
         assert bench(collective, "torch", 2, [4096], None, iters=1)[0]["time_s"] > 0
 
 
+@pytest.mark.slow                       # torchrun
 def test_bench_under_torchrun_measures_the_real_transport():
     import os
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")

@@ -3,7 +3,8 @@
 The table crosses each flag with zero, negative, nan, inf, empty, overflowing, huge and wrong-unit
 values; values that are legitimate for a flag (a latency of 0, no warm-up) are listed in ALLOWED
 and left out. In process (``netlab.cli.main`` + capsys) with the rank pool replaced by a tripwire,
-so "before any rank starts" is checked, not assumed; plus one subprocess case per command.
+so "before any rank starts" is checked, not assumed; plus one subprocess case per command (the real
+``python -m netlab`` entry path; congestion's is in test_congestion_cli.py).
 """
 import subprocess
 import sys
@@ -114,12 +115,15 @@ def test_the_cases_the_fault_campaign_found(args, words, capsys, no_ranks):
     assert lines[0].startswith(f"netlab {args[0]}: error: {words}"), lines[0]
 
 
-@pytest.mark.parametrize("args", [
-    ["step", "--width", "nan"], ["bench", "allreduce", "--sizes="], ["ps", "--lr", "inf"],
-    ["compress", "--ranks", "0"], ["sim", "allreduce", "--size", "-1"],
-])
-def test_one_bad_flag_per_command_in_a_real_process(args):
+@pytest.mark.slow                       # a fresh interpreter per command
+@pytest.mark.parametrize("args, name", [
+    (["step", "--width", "nan"], "width"), (["bench", "allreduce", "--sizes="], "sizes"), (["ps", "--lr", "inf"], "lr"),
+    (["compress", "--ranks", "0"], "ranks"), (["sim", "allreduce", "--size", "-1"], "size"),
+    (["assignment", "handout"], "ACTION"), (["grade", "/nonexistent-submissions"], "SUBMISSIONS"),
+    (["analyze", "/nonexistent-trace.json"], "trace"),
+])   # congestion's real-process case is in test_congestion_cli.py
+def test_one_bad_flag_per_command_in_a_real_process(args, name):
     out = subprocess.run([sys.executable, "-m", "netlab", *args], capture_output=True, text=True, timeout=120)
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1, out.stderr
-    assert lines[0].startswith(f"netlab {args[0]}: error: {args[-1].split('=')[0].lstrip('-') if '=' in args[-1] else args[-2].lstrip('-')}:"), lines[0]
+    assert lines[0].startswith(f"netlab {args[0]}: error: {name}:"), lines[0]

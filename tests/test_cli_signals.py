@@ -18,6 +18,8 @@ import pytest
 
 from conftest import wait_gone
 
+pytestmark = pytest.mark.slow             # a real process per signal, waited on
+
 
 def handler_installed(pid: int) -> bool:
     try:

@@ -142,6 +142,7 @@ def _script(tmp_path):
     return path
 
 
+@pytest.mark.slow                       # two labs of fresh processes
 def test_two_labs_on_one_machine_do_not_collide(tmp_path):
     path = _script(tmp_path)
     procs = [subprocess.Popen([sys.executable, str(path), "30", "exit"], stdout=subprocess.PIPE,
@@ -152,6 +153,7 @@ def test_two_labs_on_one_machine_do_not_collide(tmp_path):
         assert out.startswith("pids")
 
 
+@pytest.mark.slow                       # a launcher process, killed
 @pytest.mark.parametrize("ending", ["exit", "kill"])
 def test_no_rank_survives_its_launcher(tmp_path, ending):
     path = _script(tmp_path)

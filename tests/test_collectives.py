@@ -54,6 +54,7 @@ FLAT = [(c, a) for c, algos in C.ALGORITHMS.items() for a in algos if not a.star
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.slow                       # hypothesis over real ranks
 @given(case=st.sampled_from(FLAT), p=st.integers(1, 16), n=st.integers(1, 300), dtype=st.sampled_from(DTYPES),
        seed=st.integers(0, 10**6), data=st.data())
 def test_flat_algorithms_match_torch(case, p, n, dtype, seed, data):

@@ -114,7 +114,7 @@ def test_dgc_memory_conserves_mass_with_momentum_correction(seed, momentum):
 def test_dgc_warm_up_density_and_local_clipping():
     from netlab.compress.dgc import density
     assert [density(s, 0.01, 40) for s in (0, 10, 20, 30, 40)] == [0.25, 0.0625, 0.015625, 0.01, 0.01]
-    assert comp_k(DGCTopK(0.001, warmup_steps=40), 0) == 250 and comp_k(DGCTopK(0.001, 40), 39) == 4
+    assert comp_k(DGCTopK(0.001, warmup_steps=40), 0) == 0.25 * 1000 and comp_k(DGCTopK(0.001, 40), 39) == 4
     mem = DGCMemory(momentum=0.0, clip_norm=2.0, world_size=4)            # this rank's share: 2 / sqrt(4)
     v = mem.compensate(torch.full((100,), 1.0))
     assert float(v.norm()) == pytest.approx(1.0)
@@ -226,8 +226,8 @@ def test_payload_bytes_count_indices_and_scales():
     assert compress.make_compressor("none").compress(x).nbytes == 4 * d
     assert Cast(torch.float16).compress(x).nbytes == 2 * d
     assert Int8().compress(x).nbytes == d
-    assert TopK(0.01).compress(x).nbytes == 100 * (4 + 4)                 # int32 index + fp32 value
-    assert RandomK(0.01).compress(x).nbytes == 100 * 4                    # shared indices: not sent
+    assert TopK(0.01).compress(x).nbytes == d // 100 * (4 + 4)            # int32 index + fp32 value
+    assert RandomK(0.01).compress(x).nbytes == d // 100 * 4               # shared indices: not sent
     assert ScaledSign().compress(x).nbytes == d // 8 + 4                  # bits + one fp32 scale
     assert TernGrad().compress(x).nbytes == d // 4 + 4                    # 2-bit codes + scale
     assert QSGD(levels=7, bucket=128).compress(x).nbytes == d // 2 + 4 * math.ceil(d / 128)

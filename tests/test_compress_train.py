@@ -11,21 +11,28 @@ from netlab.compress import pays, table
 from netlab.compress.codec_cost import codec_seconds
 from netlab.compress.training import run_training
 
+# Counts of run_training's default model, the MLP 64 -> 128 -> 128 -> 10:
+D = train.parameter_count(128)                                  # 26,122 weights and biases (fp32)
+K1 = round(0.01 * D)                                            # top-k at 1 %: 261 (int32 index + fp32 value each)
+K10 = round(0.1 * D)                                            # random-k at 10 %: 2,612
+PSGD1 = (128 + 64) + (128 + 128) + (10 + 128) + (128 + 128 + 10)  # PowerSGD r = 1: (n + m) per matrix, biases whole: 852
+
 
 @pytest.fixture(scope="module")
 def baseline():
     return run_training("none", ranks=4, steps=300, codec="free")
 
 
+@pytest.mark.slow                       # three 300-step trainings
 def test_top_k_needs_error_feedback_and_gets_within_a_point_with_it(baseline):
     plain = run_training("topk", ranks=4, steps=300, ratio=0.01, codec="free")
     ef = run_training("topk", ranks=4, steps=300, ratio=0.01, error_feedback=True, codec="free")
     assert baseline.final_accuracy > 0.9
     assert plain.final_accuracy < baseline.final_accuracy - 0.1          # clearly worse without EF
     assert ef.final_accuracy > baseline.final_accuracy - 0.015           # within about a point with it
-    # 1 % of 26,122 elements = 261 int32 indices + 261 fp32 values; all-gathered to 3 other ranks
-    assert ef.payload_bytes == 261 * 8 and ef.bytes_per_step == 3 * 261 * 8
-    assert ef.compression_ratio == pytest.approx(baseline.dense_bytes / (261 * 8))
+    # 1 % of D elements = K1 int32 indices + K1 fp32 values; all-gathered to 3 other ranks
+    assert ef.payload_bytes == K1 * 8 and ef.bytes_per_step == 3 * K1 * 8
+    assert ef.compression_ratio == pytest.approx(baseline.dense_bytes / (K1 * 8))
     assert ef.step_s < baseline.step_s                                   # at 1 Gbit/s it pays
 
 
@@ -34,16 +41,17 @@ def test_rescaled_random_k_diverges_with_error_feedback_and_trains_without():
     plain = run_training("randomk", ranks=4, steps=100, ratio=0.1, codec="free")
     assert ef.diverged is not None and ef.final_accuracy < 0.3
     assert plain.diverged is None and plain.final_accuracy > 0.7
-    assert plain.bytes_per_step == pytest.approx(2 * 3 / 4 * 2612 * 4, abs=2 * 3 * 4)   # shared indices: all-reduced
+    assert plain.bytes_per_step == pytest.approx(2 * 3 / 4 * K10 * 4, abs=2 * 3 * 4)   # shared indices: all-reduced
 
 
+@pytest.mark.slow                       # three 300-step trainings
 def test_powersgd_rank_one_matches_the_baseline_with_error_feedback_only():
     base = run_training("none", ranks=2, steps=300, codec="free")
     ef = run_training("powersgd", ranks=2, steps=300, rank=1, error_feedback=True, codec="free")
     plain = run_training("powersgd", ranks=2, steps=300, rank=1, codec="free")
     assert ef.final_accuracy > base.final_accuracy - 0.015
     assert plain.final_accuracy < base.final_accuracy - 0.1
-    assert ef.compression_ratio == pytest.approx(26122 / 852)           # P, Q of three layers + biases
+    assert ef.compression_ratio == pytest.approx(D / PSGD1)             # P, Q of three layers + biases
 
 
 def test_step_times_equal_the_closed_form_on_every_bandwidth():
@@ -57,7 +65,7 @@ def test_step_times_equal_the_closed_form_on_every_bandwidth():
         topk = next(r for r in rows if r["bandwidth"] == bw and r["method"] == "topk")
         ring = cost.time("allreduce", "ring", 4, train.grad_bytes(128), net)
         assert base["step_s"] == pytest.approx(compute + ring, rel=0.01)
-        assert topk["step_s"] == pytest.approx(compute + 3 * net.nic.time(261 * 8), rel=0.01)   # ring all-gather
+        assert topk["step_s"] == pytest.approx(compute + 3 * net.nic.time(K1 * 8), rel=0.01)   # ring all-gather
 
 
 def test_crossover_is_exact_for_affine_step_times():
@@ -131,8 +139,8 @@ def test_cli_prints_the_issue_keys(capsys):
     for key in ("accuracy", "baseline_accuracy", "bytes_per_step", "compression_ratio", "step_s"):
         assert key in out
     assert 0 <= out["accuracy"] <= 1 and 0 <= out["baseline_accuracy"] <= 1
-    assert out["bytes_per_step"] == 261 * 8                              # 2 ranks: one payload each way
-    assert out["compression_ratio"] == pytest.approx(4 * 26122 / (261 * 8))
+    assert out["bytes_per_step"] == K1 * 8                               # 2 ranks: one payload each way
+    assert out["compression_ratio"] == pytest.approx(4 * D / (K1 * 8))
     assert out["step_s"] < out["baseline_step_s"]
 
 

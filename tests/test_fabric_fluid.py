@@ -19,7 +19,7 @@ def test_two_flows_converge_to_the_fair_share_with_a_queue_of_about_20kb():
     q, r = run.window(0.07)
     np.testing.assert_allclose(r.mean(0), [LINE / 2, LINE / 2], rtol=0.01)
     ref = fixed_point(2)["queue_bytes"]                       # 23 KB (approximate closed form)
-    assert 15e3 <= q.mean() <= 30e3 and abs(q.mean() - ref) <= 0.25 * ref
+    assert abs(q.mean() - ref) <= 0.25 * ref                  # the fixed point linearises: within a quarter
 
 
 def test_ten_flows_are_stable_at_4us_and_oscillate_at_85us():

@@ -20,6 +20,7 @@ def short_idle():
     netlab.set_idle_timeout(before)
 
 
+@pytest.mark.slow                       # waits out the idle timeout
 def test_idle_pool_releases_its_processes(short_idle):
     netlab.shutdown()                                               # a pool of exactly 2 ranks
     netlab.set_idle_timeout(1.0)

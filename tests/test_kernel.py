@@ -7,6 +7,8 @@ import pytest
 
 from conftest import execute, outputs, shell_reply, wait_gone
 
+pytestmark = pytest.mark.slow             # real Jupyter kernels, interrupted and shut down
+
 jupyter_client = pytest.importorskip("jupyter_client")
 
 

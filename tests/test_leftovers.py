@@ -16,6 +16,8 @@ import pytest
 import netlab
 from conftest import execute, pool_pids, running, wait_gone
 
+pytestmark = pytest.mark.slow             # fresh interpreters and drivers, killed on purpose
+
 
 def start_child_then_hang(comm, pid_file):
     if comm.rank == 1:

@@ -111,6 +111,7 @@ def _run(ranks=4, net=NET, **kw):
     return cluster.run(overlap.overlapped_step, ranks=ranks, network=net, device=DEV, **{**SHAPE, **kw})
 
 
+@pytest.mark.slow                       # large buckets on ranks
 def test_one_bucket_is_compute_then_allreduce_exactly():
     res = _run(bucket_bytes=10**12, return_grad=True)
     plain = cluster.run(train.step, ranks=4, network=NET, device=DEV, return_grad=True, **SHAPE)

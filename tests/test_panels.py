@@ -44,6 +44,7 @@ def png_of(panel):
     return mpimg.imread(io.BytesIO(base64.b64decode(images[0]["data"]["image/png"])), format="png")
 
 
+@pytest.mark.slow                       # many threads of figures
 def test_figures_drawn_from_many_threads_are_whole_and_replaced():
     alone = {}
     reference = Curve()

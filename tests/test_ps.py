@@ -1,8 +1,6 @@
 """Parameter servers on real ranks: shard maps, BSP against a single process, SSP's bound, sparse rows,
 elastic workers, saved servers, the BytePS summation service, and the CLI."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -196,12 +194,11 @@ def test_colocated_layout_every_rank_is_worker_and_server():
 
 
 # ---- command line --------------------------------------------------------------------------------
-def test_cli_prints_step_time_server_bytes_and_accuracy():
-    out = subprocess.run([sys.executable, "-m", "netlab", "ps", "--workers", "4", "--servers", "2", "--sharding",
-                          "hash", "--mode", "ssp", "--staleness", "2", "--steps", "12", "--width", "64", "--json"],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    d = json.loads(out.stdout)
+def test_cli_prints_step_time_server_bytes_and_accuracy(run_cli):
+    code, stdout, stderr = run_cli("ps", "--workers", "4", "--servers", "2", "--sharding", "hash", "--mode", "ssp",
+                                   "--staleness", "2", "--steps", "12", "--width", "64", "--json")
+    assert code == 0, stderr
+    d = json.loads(stdout)
     assert d["step_s"] > 0 and 0 <= d["accuracy"] <= 1
     assert len(d["server_bytes"]) == 2 and all(b > 0 for b in d["server_bytes"])
     assert d["max_gap"] <= 2
@@ -210,10 +207,10 @@ def test_cli_prints_step_time_server_bytes_and_accuracy():
 @pytest.mark.parametrize("argv, parameter", [(["--workers", "15", "--servers", "2"], "workers"),
                                              (["--mode", "ssp", "--staleness", "-2"], "staleness"),
                                              (["--sharding", "round-robin"], "sharding")])
-def test_cli_bad_values_give_one_line_and_exit_2(argv, parameter):
-    out = subprocess.run([sys.executable, "-m", "netlab", "ps", *argv], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2
-    assert out.stderr.strip().count("\n") == 0 and f"error: {parameter}:" in out.stderr
+def test_cli_bad_values_give_one_line_and_exit_2(argv, parameter, run_cli):
+    code, _, stderr = run_cli("ps", *argv)
+    assert code == 2
+    assert stderr.strip().count("\n") == 0 and f"error: {parameter}:" in stderr
 
 
 def test_panel_runs_headless_and_follows_its_controls():

@@ -104,6 +104,7 @@ OOM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow                       # fills memory until a rank is killed
 def test_an_oom_killed_rank_says_out_of_memory(tmp_path):
     """The Binder case: the lab's whole process tree lives in a memory-limited cgroup."""
     cgroup = _memory_cgroup_we_can_limit(1500 << 20)
