@@ -16,9 +16,10 @@ many chunks (BytePS's partitions), since a chunk is answered as soon as all p pu
 With one message per server (ps-lite ranges) nothing overlaps: 2 * max(M/B, p*M/(k*B)). One server
 (k = 1) costs p*M/B at best: it grows linearly with the number of workers, the PS hotspot.
 
-``ps_time`` adds what the emulation charges on top: alpha per message, and a pipeline's fill (the
-last chunk's answer leaves after the last chunk arrives). Unbalanced shards: the hottest server's
-share h of the model replaces 1/k.
+``ps_time`` is the bandwidth term only, as the table: no alpha per message and no pipeline fill
+(the last chunk's answer leaves after the last chunk arrives), which the emulation charges on top
+and the runs' checks allow for. Unbalanced shards: the hottest server's share h of the model
+replaces 1/k.
 """
 from __future__ import annotations
 
