@@ -177,6 +177,7 @@ UNGUARDED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow                       # a fresh interpreter and pool per case
 @pytest.mark.parametrize("how", ["path", "module"])
 def test_a_script_without_a_main_guard_is_not_rerun_in_the_ranks(tmp_path, how):
     """multiprocessing re-runs the caller's __main__ in each child; the pool turns that off (pool._without_main)."""
