@@ -50,9 +50,7 @@ def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: st
         samples = len(data.load("train")[1])            # ranks x batch must fit in the training set
     except FileNotFoundError:
         samples = 1 << 20
-    if isinstance(batch, float):
-        raise ValueError(f"batch: must be a whole number, got {batch!r}")
-    validate.whole(batch, "batch", 1, max(1, samples // ranks))
+    validate.whole(batch, "batch", 1, max(1, samples // ranks), int_only=True)
     algo = collectives.resolve("allreduce", algo)[1]        # unknown algorithm: fail here, not on a rank
     if not cluster.under_torchrun():
         cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(width, layers), 5, cluster.LIGHT_RANK_BASE),
