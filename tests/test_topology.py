@@ -151,3 +151,33 @@ def test_drawing_colours_links_by_load_and_marks_the_bottleneck(make):
     assert "bottleneck" in " ".join(x.get_text() for x in fig.axes[0].texts)
     assert len(fig.axes) == 2                                         # the drawing and its colour bar
     plt.close(fig)
+
+
+@pytest.mark.parametrize("host, hosts", [(Host(2, nics=2), 64), (Host(8, nics=8, rail=True), 32), (Host(), 100),
+                                         (Host(), None)])
+def test_a_fat_tree_draws_each_host_under_its_edge_switches_and_leaves_out_idle_pods(host, hosts):
+    """With fewer hosts than ports, the hosts fill the first pods: the drawing puts each host under the
+    edge switches it plugs into (within one edge's spacing), and only switches that no host reaches
+    (whole idle pods, read from the wiring itself) are marked empty."""
+    k = 16
+    topo = fabrics.fat_tree(k, host=host, hosts=hosts)
+    g = topo.graph
+    label = nx.get_node_attributes(g, "label")
+    pos = nx.get_node_attributes(g, "pos")
+    edges = {v for v in g if label[v].startswith("edge")}
+    spacing = min(abs(pos[a][0] - pos[b][0]) for a in edges for b in edges
+                  if a != b and not g.nodes[a]["empty"] and not g.nodes[b]["empty"])
+    ups, xs = {}, {}                                  # per server: the edges it plugs into, where it is drawn
+    for v in g:
+        if g.nodes[v]["kind"] != "switch":
+            h = g.nodes[v]["host"]
+            ups.setdefault(h, set()).update(u for u in g.successors(v) if u in edges)
+            xs.setdefault(h, []).append(pos[v][0])
+    for h, up in ups.items():
+        ex = [pos[u][0] for u in up]
+        assert min(ex) - spacing <= min(xs[h]) and max(xs[h]) <= max(ex) + spacing, (h, xs[h], ex)
+    host_edges = {u for v in g if g.nodes[v]["kind"] != "switch" for u in g.successors(v) if u in edges}
+    pods_used = {label[e].split(".")[0][4:] for e in host_edges}
+    for v in g:
+        if g.nodes[v]["kind"] == "switch" and not label[v].startswith("core"):
+            assert g.nodes[v]["empty"] == (label[v].split(".")[0].lstrip("edgag") not in pods_used), label[v]

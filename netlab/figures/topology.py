@@ -6,7 +6,8 @@
 
 Nodes sit where the builders put them (``pos``): hosts at the bottom, leaves, then spines or
 aggregation and core switches; a ring on a circle, a torus on its grid. A full-duplex link is one
-line coloured by the busier of its two directions. Above ``max_endpoints`` accelerators only the
+line coloured by the busier of its two directions. Switches the builder marks ``empty`` (a fat-tree's
+pods that no host reaches) are left out, and the title says how many. Above ``max_endpoints`` accelerators only the
 switches and the links between them are drawn (a 1,024-host fat-tree would be a grey smear); a
 leaf's host links then show as the colour of the leaf's marker (their busiest one). Left out: building
 fabrics (``netlab.net.fabrics``) and simulating on them (``netlab.sim``).
@@ -37,6 +38,8 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
     kind = np.array([nodes[v]["kind"] for v in range(len(pos))])
     compact = topo.size > max_endpoints and not topo.direct
     shown = (kind == "switch") if compact else np.ones(len(pos), dtype=bool)
+    empty = np.array([bool(nodes[v].get("empty", False)) for v in range(len(pos))])
+    shown &= ~empty                                     # switches with no host below them (idle pods)
     links = np.flatnonzero(shown[topo.link_src] & shown[topo.link_dst])
     a = np.minimum(topo.link_src[links], topo.link_dst[links])
     b = np.maximum(topo.link_src[links], topo.link_dst[links])
@@ -94,6 +97,8 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
     if value is not None:
         fig.colorbar(lc, ax=ax, fraction=0.03, pad=0.01, label="link utilization (busier direction)")
     note = f" (switches only; {topo.size} accelerators not drawn)" if compact else ""
+    if empty.any():
+        note += f"; {int(empty.sum())} switches with no host below them not drawn"
     width_in = ax.get_position().width * fig.get_figwidth()            # this axes' width, inches
     chars = max(30, int(width_in * 72 / (9 * 0.6)))                     # 9 pt text: about 5.4 pt per character
     ax.set_title(textwrap.fill((title or topo.description or topo.name) + note, chars), fontsize=9)

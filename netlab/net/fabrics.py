@@ -56,20 +56,38 @@ def fat_tree(k: int, nic="100GbE", host: Host | None = None, hosts: int | None =
     n_hosts = _hosts_of(hosts, k ** 3 // 4, host)
     b = Builder()
     width = max(n_hosts, 1)
-    per_edge = width / (k * half)                            # hosts drawn under one edge switch
+    # Drawing only: ports fill edge by edge, so the hosts sit under the first pods. Those pods share
+    # the drawing's width, each host under its edge switch; pods with no host are marked ``empty``
+    # (the figure leaves them out) and parked at the right edge.
+    m = host.nics
+    rail = host.rail and m > 1
+    used_edges = -(-n_hosts // half) * m if rail else -(-n_hosts * m // half)
+    pods_drawn = max(1, -(-used_edges // half))
+    per_edge = width / (pods_drawn * half)                  # drawing units per edge switch
+
+    def edge_x(e):
+        return (min(e, pods_drawn * half - 1) + 0.5) * per_edge - 0.5
+
+    def host_x(h):
+        if rail:                                            # group a's hosts spread under its m edges
+            group, slot = divmod(h, half)
+            return (group * m + (slot + 0.5) / half * m) * per_edge - 0.5
+        return (h * m + m / 2) / half * per_edge - 0.5      # the middle of its ports
+
     core = [b.node(f"core{i}", "switch", ((i + 0.5) * width / half ** 2 - 0.5, 3.5)) for i in range(half ** 2)]
     edges = []
     for pod in range(k):
-        aggs = [b.node(f"agg{pod}.{j}", "switch", ((pod * half + j + 0.5) * per_edge - 0.5, 2.5)) for j in range(half)]
+        empty = pod >= pods_drawn
+        aggs = [b.node(f"agg{pod}.{j}", "switch", (edge_x(pod * half + j), 2.5), empty=empty) for j in range(half)]
         for j, a in enumerate(aggs):
             for c in range(half):
                 b.link(a, core[j * half + c], nic, "fabric", latency=hop_latency)
         for j in range(half):
-            e = b.node(f"edge{pod}.{j}", "switch", ((pod * half + j + 0.5) * per_edge - 0.5, 1.5))
+            e = b.node(f"edge{pod}.{j}", "switch", (edge_x(pod * half + j), 1.5), empty=empty)
             for a in aggs:
                 b.link(e, a, nic, "fabric", latency=hop_latency)
             edges.append(e)
-    endpoints, host_of = b.hosts(edges, half, n_hosts, host, nic, group_leaves=half)
+    endpoints, host_of = b.hosts(edges, half, n_hosts, host, nic, group_leaves=half, x_of=host_x)
     return Topology(f"fattree:{k}", b.g, endpoints, host_of, host.accelerators, hop_latency=hop_latency,
                     nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
                     description=f"k={k} fat-tree ({k ** 3 // 4} ports, {len(core) + k * k} switches), "

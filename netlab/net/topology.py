@@ -153,9 +153,10 @@ class Builder:
         self.g = nx.DiGraph()
         self.edges = 0                                 # networkx counts edges in O(V): keep our own
 
-    def node(self, label: str, kind: str, pos, host: int = -1) -> int:
+    def node(self, label: str, kind: str, pos, host: int = -1, empty: bool = False) -> int:
+        """A node; `empty` marks a switch no host hangs below (a figure may leave it out)."""
         v = self.g.number_of_nodes()
-        self.g.add_node(v, label=label, kind=kind, pos=(float(pos[0]), float(pos[1])), host=host)
+        self.g.add_node(v, label=label, kind=kind, pos=(float(pos[0]), float(pos[1])), host=host, empty=empty)
         return v
 
     def link(self, a: int, b: int, link: Link, kind: str, capacity: float | None = None,
