@@ -51,7 +51,8 @@ class SwitchNetwork(Network):
 def switch_network(network: Network, workers: int) -> SwitchNetwork:
     """`network`'s NIC, with rank `workers` (after workers 0..workers-1) as the aggregating switch."""
     validate.whole(workers, "workers", 1, int_only=True)
-    return SwitchNetwork(network.nic, gamma=network.gamma, switch=workers)
+    return SwitchNetwork(network.nic, network.ranks_per_host, network.intra, network.gamma, network.congestion,
+                         switch=workers)
 
 
 def allreduce(comm, tensor, *, chunks: int = 1, capacity: float = math.inf, op: str = "sum",
