@@ -130,3 +130,16 @@ def test_bad_input_is_one_clear_error():
         sim_ina.allreduce(fabrics.ring(4), 1024)
     with pytest.raises(ValueError, match="network"):
         ina.switch_network(netlab.network("10Gbit/s", ranks_per_host=2), 4)
+
+
+def test_the_cli_benches_it_against_torch_and_the_formula(run_cli):
+    import json
+    code, out, err = run_cli("bench", "allreduce", "--ranks", "3", "--algo", "ina", "--chunks", "4",
+                             "--bandwidth", "100Gbit/s", "--latency", "5us", "--sizes", "4K,1M", "--check", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["check"] for r in rows] == ["ok", "ok"]
+    for r in rows:
+        assert r["time_s"] == pytest.approx(cost.ina_allreduce(3, r["bytes"], NET.nic, chunks=4), rel=0.01)
+    code, _, err = run_cli("bench", "broadcast", "--algo", "ina", "--bandwidth", "10Gbit/s")
+    assert code == 2 and err.strip().startswith("netlab bench: error: algo:")

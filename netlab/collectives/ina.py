@@ -150,3 +150,51 @@ def measure(workers: int, nbytes: int, network: Network, *, chunks: int = 1, cap
     else:
         res = cluster.run(_timed, count, chunks, capacity, algo, ranks=workers, network=network)
     return max(res.values)
+
+
+def _bench_rank(comm, counts, chunks, check):
+    """Runs on every rank: per size, (virtual seconds, equal to torch's all-reduce or None)."""
+    import torch.distributed as dist
+    out = []
+    workers = comm.world_size - 1
+    for count in counts:
+        verdict = None
+        if check:
+            g = torch.Generator().manual_seed(comm.rank)
+            x = (torch.randint(-8, 9, (count,), generator=g).float() if comm.rank < workers
+                 else torch.zeros(count))
+            ref = x.clone()
+            dist.all_reduce(ref, group=comm.group)              # the switch adds zeros
+            allreduce(comm, x, chunks=min(chunks, count))
+            verdict = bool(torch.equal(x, ref))
+        comm.restart_clock()
+        allreduce(comm, None, chunks=min(chunks, count), count=count)
+        out.append((comm.now(), verdict))
+    return out
+
+
+def bench(workers: int, sizes, network: Network, *, chunks: int = 16, check: bool = False) -> list[dict]:
+    """``netlab.bench``'s rows for in-network aggregation: `workers` ranks and a switch rank, virtual time."""
+    from .. import cluster, cost
+    validate.whole(workers, "ranks", 1, cluster.MAX_RANKS - 1, int_only=True)
+    validate.whole(chunks, "chunks", 1, int_only=True)
+    if network is None:
+        raise ValueError("algo: 'ina' runs on an emulated network: give --bandwidth, --latency or --preset")
+    net = switch_network(network, workers)
+    counts = [max(1, int(s) // 4) for s in sizes]
+    if check:
+        cluster.check_memory(workers + 1, cluster.rank_bytes(4 * max(counts), 3 + workers, cluster.LIGHT_RANK_BASE),
+                             "this benchmark")
+    res = cluster.run(_bench_rank, counts, chunks, check, ranks=workers + 1, network=net)
+    rows = []
+    for i, count in enumerate(counts):
+        s, k = 4 * count, min(chunks, count)
+        seconds = max(v[i][0] for v in res.values)
+        rows.append({"collective": "allreduce", "algo": "ina", "ranks": workers, "bytes": s, "count": count,
+                     "type": "float", "time_s": seconds,
+                     "predicted_s": cost.ina_allreduce(workers, s, network.nic, chunks=k),
+                     "algbw_GBps": cost.algbw(s, seconds) / 1e9,
+                     "busbw_GBps": cost.busbw("allreduce", workers, s, seconds) / 1e9,
+                     "check": None if not check else ("ok" if all(v[i][1] for v in res.values) else "WRONG"),
+                     "clock": "virtual"})
+    return rows
