@@ -143,3 +143,19 @@ def test_the_cli_benches_it_against_torch_and_the_formula(run_cli):
         assert r["time_s"] == pytest.approx(cost.ina_allreduce(3, r["bytes"], NET.nic, chunks=4), rel=0.01)
     code, _, err = run_cli("bench", "broadcast", "--algo", "ina", "--bandwidth", "10Gbit/s")
     assert code == 2 and err.strip().startswith("netlab bench: error: algo:")
+
+
+def test_on_a_spine_leaf_the_switch_is_the_nearest_and_uplinks_set_the_rate():
+    from netlab.sim import placement
+    topo = fabrics.spine_leaf(leaves=4, spines=2, ratio=4, ports_per_leaf=8)
+    nic = topo.nic
+    s, k = 64 << 20, 16
+    inside = sim_ina.allreduce(topo, s, 8, chunks=k, placement=placement.place(topo, 8, "packed"))
+    assert inside.switch == "leaf0"
+    assert inside.time_s == pytest.approx(cost.ina_allreduce(8, s, nic, chunks=k), rel=1e-9)
+    # 16 workers, 4 per leaf, summed at spine0: a leaf's one uplink to it carries 8B/(4*2) = B for 4 flows
+    spread = sim_ina.allreduce(topo, s, 16, chunks=k, placement=placement.place(topo, 16, "scattered"))
+    assert spread.switch.startswith("spine")
+    assert spread.up_rate == pytest.approx([nic.bandwidth / 4] * 16)
+    assert spread.time_s == pytest.approx(cost.ina_allreduce(16, s, Link(nic.bandwidth / 4, nic.latency), chunks=k),
+                                          rel=1e-9)
