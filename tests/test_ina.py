@@ -159,3 +159,16 @@ def test_on_a_spine_leaf_the_switch_is_the_nearest_and_uplinks_set_the_rate():
     assert spread.up_rate == pytest.approx([nic.bandwidth / 4] * 16)
     assert spread.time_s == pytest.approx(cost.ina_allreduce(16, s, Link(nic.bandwidth / 4, nic.latency), chunks=k),
                                           rel=1e-9)
+
+
+def _plain(comm):
+    try:
+        ina.allreduce(comm, None, count=16)
+    except ValueError as exc:
+        return str(exc)
+    return "ran"
+
+
+def test_a_network_without_the_switchs_ports_is_refused():
+    res = cluster.run(_plain, ranks=3, network=NET)                      # one NIC for the switch: a PS, not a switch
+    assert all(v.startswith("network: the switch is rank 2") for v in res.values)

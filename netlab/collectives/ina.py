@@ -78,6 +78,9 @@ def allreduce(comm, tensor, *, chunks: int = 1, capacity: float = math.inf, op: 
     workers = comm.world_size - 1
     if workers < 1:
         raise ValueError("ranks: in-network aggregation needs at least one worker and the switch (2 ranks)")
+    net = comm.network
+    if net is not None and getattr(net, "switch", None) != workers:    # else the switch would have one NIC
+        raise ValueError(f"network: the switch is rank {workers}; run on ina.switch_network(network, {workers})")
     offsets, lengths = chunk_bounds(count, chunks)
     with comm.region("allreduce:ina"):
         if comm.rank == workers:
