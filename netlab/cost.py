@@ -15,6 +15,8 @@ reduce-scatter's input). p ranks, L = ceil(lg p), p' = 2^floor(lg p), r = p - p'
     reduce      naive (p-1) T(n) + n g;  tree L (T(n) + n g) for p a power of two
     all-gather  ring (p-1) T(n/p);  recursive doubling sum_k T(w_k n/p)
     reduce-sc.  ring (p-1)(T(n/p) + n/p g);  recursive halving sum_k (T(w_k n/p) + w_k n/p g)
+    in-network  ina_allreduce: k chunks of c = n/k through a switch that sums at C bytes/s
+                2 T(c) + c/C + (k-1) max(T(c), c/C)    (independent of p; -> n/min(B, C) as k grows)
 
 For powers of two these are the formulas of Thakur, Rabenseifner & Gropp (IJHPCA 19(1), 2005);
 for other p they add MPICH's fold (see ``collectives/recursive.py``); w_k counts the chunks of
@@ -55,6 +57,25 @@ def _ceil_lg(p: int) -> int:
 
 def ring_allreduce(p: int, n: float, link: Link, gamma: float = 0.0) -> float:
     return 2 * (p - 1) * link.latency + 2 * (p - 1) / p * n / link.bandwidth + (p - 1) / p * n * gamma
+
+
+def ina_allreduce(p: int, n: float, link: Link, *, chunks: int = 1, capacity: float = math.inf) -> float:
+    """In-network aggregation (SwitchML, SHARP): each of p workers streams n bytes to a switch in
+    `chunks` chunks of c = n/k and gets the sum back; the switch sums a chunk at `capacity` bytes/s.
+
+    Each worker has its own full-duplex port on the switch (alpha + c/B per chunk and direction),
+    so the chunks flow through three stages -- up, aggregate, down -- as a pipeline of k identical
+    jobs, and a flow shop of identical jobs ends after the sum of one job's stages plus k-1 times
+    the slowest stage: 2 T(c) + c/C + (k-1) max(T(c), c/C). Up and down use opposite directions of
+    the port, so at large k the bandwidth term is n/B (the ring's is 2(p-1)/p n/B): twice the busbw.
+    A single worker has nothing to sum: 0.
+    """
+    if p <= 1:
+        return 0.0
+    c = n / chunks
+    up = link.time(c)
+    aggregate = c / capacity
+    return 2 * up + aggregate + (chunks - 1) * max(up, aggregate)
 
 
 def _allreduce(algo, p, n, net: Network) -> float:

@@ -22,7 +22,7 @@ COMMANDS = {
                   "--device", "--efficiency", "--trace"]),
     "bench": (["allreduce"], ["--algo", "--ranks", "--sizes", "--bandwidth", "--latency", "--preset",
                               "--ranks-per-host", "--intra-preset", "--intra-bandwidth", "--intra-latency",
-                              "--dtype", "--iters", "--warmup"]),
+                              "--dtype", "--iters", "--warmup", "--chunks"]),
     "ps": ([], ["--workers", "--servers", "--sharding", "--partition-bytes", "--mode", "--staleness",
                 "--bandwidth", "--latency", "--steps", "--width", "--batch", "--lr", "--momentum", "--stragglers",
                 "--slowdown", "--straggle", "--eval-every", "--seed"]),

@@ -2,6 +2,7 @@
 
     python -m netlab bench allreduce --ranks 8 --algo ring --bandwidth 100Gbit/s --latency 5us --sizes 1K:256M
     python -m netlab bench allgather --ranks 6 --algo all --preset 25GbE --check
+    python -m netlab bench allreduce --ranks 8 --algo ina --chunks 16 --bandwidth 100Gbit/s   # through a switch rank
     python -m netlab bench allreduce --ranks 4 --algo ring --sizes 1M,16M          # wall clock, loopback
     torchrun --nnodes 2 --nproc-per-node 8 ... -m netlab bench allreduce --algo all  # a real cluster
 """
@@ -19,7 +20,10 @@ COLLECTIVES = ["allreduce", "broadcast", "reduce", "allgather", "reduce_scatter"
 def add_parser(p) -> None:
     p.add_argument("collective", choices=COLLECTIVES, help="which collective")
     p.add_argument("--algo", default=None,
-                   help="algorithm, 'all', or 'torch' (torch's own, wall clock only); default: ring, tree for broadcast/reduce")
+                   help="algorithm, 'all', 'torch' (torch's own, wall clock only), or 'ina' (all-reduce through a "
+                        "switch rank, emulated network only); default: ring, tree for broadcast/reduce")
+    p.add_argument("--chunks", type=int, default=None,
+                   help="--algo ina: chunks pipelined through the switch (default 16)")
     p.add_argument("--ranks", type=int, default=None, help="ranks, 1-16 (default 8; torchrun's under torchrun)")
     p.add_argument("--sizes", default="1K:64M", help="S from MIN:MAX (doubling) or a list a,b,c (default 1K:64M)")
     p.add_argument("--bandwidth", default=None, help="emulated NIC bandwidth, e.g. 100Gbit/s (omit all three: wall clock)")
@@ -49,6 +53,29 @@ def _table(rows, network_text: str) -> str:
     return "\n".join(head + body)
 
 
+def _ina(args, ranks, sizes, net) -> int:
+    """In-network aggregation: `ranks` workers and one switch rank (``netlab.collectives.ina``)."""
+    from ..collectives import ina
+    if args.algo != "ina":
+        raise ValueError("chunks: only for --algo ina")
+    if args.collective != "allreduce":
+        raise ValueError(f"algo: 'ina' is an all-reduce, not a {args.collective}")
+    if net is None:
+        raise ValueError("algo: 'ina' runs on an emulated network: give --bandwidth, --latency or --preset")
+    if args.dtype not in ("float", "float32"):
+        raise ValueError("dtype: 'ina' benchmarks float32 only")
+    chunks = 16 if args.chunks is None else args.chunks
+    from .. import validate
+    validate.whole(chunks, "chunks", 1, int_only=True)
+    rows = ina.bench(ranks, sizes, net, chunks=chunks, check=args.check)
+    emit(rows, args.json, _table(rows, f"{net.describe()}; a switch rank with a port per worker, "
+                                       f"{chunks} chunks"))
+    if args.check and any(r["check"] != "ok" for r in rows):
+        print("netlab bench: error: some results differ from torch's own collective", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(args) -> int:
     import os
 
@@ -70,6 +97,8 @@ def main(args) -> int:
         net = network(args.bandwidth, args.latency, args.preset, ranks_per_host=args.ranks_per_host,
                       intra_bandwidth=args.intra_bandwidth, intra_latency=args.intra_latency,
                       intra_preset=args.intra_preset)
+    if args.algo == "ina" or args.chunks is not None:
+        return _ina(args, ranks, sizes, net)
     default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
     algos = [default if args.algo is None else args.algo]
     if algos == ["all"]:

@@ -1,0 +1,82 @@
+"""Chapter 7's co-design figures: in-network aggregation against the ring over world size (lines
+from ``netlab.cost``, markers measured on real ranks), and a job's all-reduce packed vs scattered.
+
+Each function draws on a given matplotlib ``Figure`` (no pyplot state) and returns it. The ring
+keeps its look from chapter 2 (``common.ALGORITHMS``). Left out: the runs behind the markers and
+bars (``netlab.collectives.ina.measure``, ``netlab.sim.placement.compare``).
+"""
+from __future__ import annotations
+
+import math
+
+from matplotlib.ticker import ScalarFormatter
+
+from .. import cost
+from ..units import fmt_bytes
+from .common import algorithm_style, label_lines, log_grid, margins, time_unit
+
+INA_STYLE = {"color": "#e377c2", "marker": "s", "linestyle": "-"}
+
+
+def ina_time_vs_p(fig, *, nbytes: float, link, chunks: int = 1, capacity: float = math.inf, ranks=None,
+                  measured: dict | None = None):
+    """Time and busbw of one all-reduce of `nbytes` against p: ring and in-network aggregation.
+
+    measured: {"ring" | "ina": [(p, seconds), ...]} from real ranks, drawn as markers on the lines.
+    """
+    ps = list(ranks or [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64])
+    lines = {"ring": [cost.ring_allreduce(p, nbytes, link) for p in ps],
+             "in-network": [cost.ina_allreduce(p, nbytes, link, chunks=chunks, capacity=capacity) for p in ps]}
+    styles = {"ring": algorithm_style("ring"), "in-network": INA_STYLE}
+    keys = {"ring": "ring", "in-network": "ina"}
+    scale, unit = time_unit(max(max(v) for v in lines.values()))
+    ax_t, ax_b = fig.subplots(1, 2)
+    ends_t, ends_b = {}, {}
+    for name, times in lines.items():
+        style = dict(styles[name])
+        bus = [cost.busbw("allreduce", p, nbytes, t) / 1e9 for p, t in zip(ps, times)]
+        ax_t.plot(ps, [t * scale for t in times], color=style["color"], linestyle=style["linestyle"])
+        ax_b.plot(ps, bus, color=style["color"], linestyle=style["linestyle"])
+        ends_t[name] = (ps, [t * scale for t in times], style["color"])
+        ends_b[name] = (ps, bus, style["color"])
+        points = (measured or {}).get(keys[name], [])
+        if points:
+            mp, mt = zip(*points)
+            ax_t.plot(mp, [t * scale for t in mt], linestyle="none", marker=style["marker"], color=style["color"],
+                      markerfacecolor="none", markersize=8)
+            ax_b.plot(mp, [cost.busbw("allreduce", p, nbytes, t) / 1e9 for p, t in points], linestyle="none",
+                      marker=style["marker"], color=style["color"], markerfacecolor="none", markersize=8)
+    for ax in (ax_t, ax_b):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers p")
+        log_grid(ax, y=False)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax_t.set_ylabel(f"all-reduce time ({unit})")
+    ax_b.set_ylabel("busbw (GB/s)")
+    ax_b.axhline(link.bandwidth / 1e9, color="#999999", linewidth=0.8, linestyle=":")
+    ax_t.set_ylim(bottom=0)
+    ax_b.set_ylim(bottom=0)
+    label_lines(ax_t, ends_t)
+    label_lines(ax_b, ends_b)
+    ax_t.set_title(f"S = {fmt_bytes(nbytes)}, {chunks} chunk{'s' if chunks > 1 else ''} (markers: real ranks)",
+                   fontsize=9)
+    ax_b.set_title("dotted: the port's bandwidth B", fontsize=9)
+    margins(fig, 0.7, 0.95, 0.5, 0.3, wspace=0.45)
+    return fig
+
+
+def placement_bars(fig, result: dict):
+    """All-reduce time of one job packed and scattered (``netlab.sim.placement.compare``'s result)."""
+    ax = fig.subplots()
+    names = list(result)
+    times = [result[n]["allreduce_s"] for n in names]
+    scale, unit = time_unit(max(times))
+    bars = ax.barh(names, [t * scale for t in times], color=["#2ca02c", "#d62728"][:len(names)])
+    for bar, n in zip(bars, names):
+        ax.annotate(f" {result[n]['leaves']} leaves, bottleneck {result[n]['bottleneck']}",
+                    xy=(bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center", fontsize=8)
+    ax.set_xlabel(f"ring all-reduce time ({unit}, flow simulator)")
+    ax.set_xlim(0, max(times) * scale * 1.9)
+    ax.invert_yaxis()
+    margins(fig, 0.9, 0.2, 0.5, 0.15)
+    return fig
