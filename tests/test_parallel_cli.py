@@ -18,7 +18,8 @@ def exit_code(args) -> int:
 
 @pytest.mark.parametrize("args, flag", [
     (["--mode", "mp"], "mode"), (["--ranks", "0"], "ranks"), (["--ranks", "nan"], "ranks"),
-    (["--bandwidth", "10furlongs"], "bandwidth"), (["--latency", "-1us"], "latency"), (["--bandwidth", ""], "bandwidth"),
+    (["--bandwidth", "10furlongs"], "bandwidth"), (["--latency", "-1us"], "latency"),
+    (["--bandwidth", ""], "bandwidth"),
     (["--mode", "tp", "--ranks", "3"], "width"), (["--mode", "pp", "--ranks", "6"], "ranks"),
     (["--mode", "pp", "--micro-batches", "0"], "micro-batches"), (["--mode", "pp", "--micro-batches", "3"], "batch"),
     (["--batch", "0"], "batch"), (["--batch", "99999999999999999999"], "batch"), (["--width", "1e400"], "width"),

@@ -18,11 +18,13 @@ def add_parser(p) -> None:
     p.add_argument("--ranks", type=int, default=4, help="ranks, 1-16 (default 4; pp: at most layers + 1)")
     p.add_argument("--bandwidth", default="10Gbit/s", help="NIC bandwidth per direction (default 10Gbit/s)")
     p.add_argument("--latency", default="50us", help="one-way latency alpha (default 50us)")
-    p.add_argument("--width", type=int, default=256, help="hidden width of the MLP (default 256; tp: divisible by ranks)")
+    p.add_argument("--width", type=int, default=256,
+                   help="hidden width of the MLP (default 256; tp: divisible by ranks)")
     p.add_argument("--layers", type=int, default=4, help="hidden layers (default 4)")
     p.add_argument("--batch", type=int, default=256, help="global batch, the same for every mode (default 256)")
     p.add_argument("--micro-batches", type=int, default=4, help="pp: micro-batches per step (default 4)")
-    p.add_argument("--device", choices=sorted(DEVICES), default="cpu-core", help="compute device preset (default cpu-core)")
+    p.add_argument("--device", choices=sorted(DEVICES), default="cpu-core",
+                   help="compute device preset (default cpu-core)")
     p.add_argument("--efficiency", type=float, default=0.5, help="fraction of the device's peak reached (default 0.5)")
     p.add_argument("--json", action="store_true", help="print JSON (virtual seconds, bytes)")
 
@@ -35,7 +37,8 @@ def main(args) -> int:
                    efficiency=args.efficiency)
     names = {"dp": "data", "tp": "tensor", "pp": "pipeline"}
     text = "\n".join([
-        f"netlab parallel: {args.ranks} ranks, MLP width {args.width} x {args.layers} layers, global batch {args.batch}",
+        f"netlab parallel: {args.ranks} ranks, MLP width {args.width} x {args.layers} layers, "
+        f"global batch {args.batch}",
         f"  {'mode':<9} {'bytes/step':>11} {'step':>11} {'compute':>11}   (closed form: bytes, step)",
         *[f"  {names[r.mode]:<9} {fmt_bytes(r.bytes_per_step):>11} {fmt_time(r.step_s):>11} {fmt_time(r.compute_s):>11}"
           f"   ({fmt_bytes(r.formula_bytes)}, {fmt_time(r.formula_s)})"

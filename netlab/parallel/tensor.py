@@ -30,7 +30,8 @@ def blocks(n_linear: int) -> list[tuple[int, ...]]:
 
 
 def allreduce_counts(width: int, layers: int, batch: int) -> list[int]:
-    """Floats in each all-reduce of one step: per pair, its output (forward) and, but for the first, its input (backward)."""
+    """Floats in each all-reduce of one step: per pair its output (forward) and, but for the first, its input
+    (backward)."""
     d = mlp.dims(width, layers)
     pairs = [blk for blk in blocks(len(d)) if len(blk) == 2]
     forward = [batch * d[r][1] for _, r in pairs]
