@@ -126,11 +126,11 @@ def test_the_check_accepts_the_truth_and_explains_each_wrong_kind():
     for kind in scenarios.KINDS:
         seed = _seed_of_kind(kind)
         truth = scenarios.plan(kind, seed).truth
-        assert ch7.bottleneck(_answer(truth), seed=seed).passed
+        assert ch7.find_bottleneck(_answer(truth), seed=seed).passed
         for wrong in scenarios.KINDS:
             if wrong == kind:
                 continue
-            res = ch7.bottleneck({"kind": wrong, "rank": 0, "leaf": [0, 1]}, seed=seed)
+            res = ch7.find_bottleneck({"kind": wrong, "rank": 0, "leaf": [0, 1]}, seed=seed)
             assert not res.passed and res.message
             hints.setdefault(wrong, set()).add(res.message)
             if "rank" in truth:                               # a hint never gives the culprit away
@@ -143,19 +143,24 @@ def test_the_check_names_typical_mistakes_and_unfinished_answers():
     seed = _seed_of_kind("straggler")
     truth = scenarios.plan("straggler", seed).truth
     victim = (truth["rank"] + 1) % scenarios.RANKS
-    res = ch7.bottleneck({"kind": "straggler", "rank": victim}, seed=seed)
+    res = ch7.find_bottleneck({"kind": "straggler", "rank": victim}, seed=seed)
     assert not res.passed and "waits inside the all-reduce" in res.message
-    assert "name the rank" in ch7.bottleneck("straggler", seed=seed).message
-    assert "not answered" in ch7.bottleneck(None, seed=seed).message
-    assert "kind must be one of" in ch7.bottleneck({"kind": "dns"}, seed=seed).message
+    assert "name the rank" in ch7.find_bottleneck("straggler", seed=seed).message
+    assert "not answered" in ch7.find_bottleneck(None, seed=seed).message
+    assert "kind must be one of" in ch7.find_bottleneck({"kind": "dns"}, seed=seed).message
     spine = _seed_of_kind("spine")
     t = scenarios.plan("spine", spine).truth
-    assert ch7.bottleneck(("spine", t["leaf"]), seed=spine).passed
+    assert ch7.find_bottleneck(("spine", t["leaf"]), seed=spine).passed
     mixed = [t["leaf"][0], t["other"][0]]
-    assert not ch7.bottleneck({"kind": "spine", "leaf": mixed}, seed=spine).passed
+    assert not ch7.find_bottleneck({"kind": "spine", "leaf": mixed}, seed=spine).passed
     slow = _seed_of_kind("slow_link")
-    assert "do not all touch one rank" in ch7.bottleneck({"kind": "slow_link", "rank": 0}, seed=spine).message
-    assert "share one rank" in ch7.bottleneck({"kind": "spine", "leaf": [0, 1]}, seed=slow).message
+    assert "do not all touch one rank" in ch7.find_bottleneck({"kind": "slow_link", "rank": 0}, seed=spine).message
+    assert "share one rank" in ch7.find_bottleneck({"kind": "spine", "leaf": [0, 1]}, seed=slow).message
+
+
+def test_the_check_is_reached_from_netlab_check():
+    import netlab.check
+    assert netlab.check.find_bottleneck is ch7.find_bottleneck
 
 
 def test_seeds_are_stable_and_differ():
@@ -165,7 +170,7 @@ def test_seeds_are_stable_and_differ():
     assert {scenarios.pick(s) for s in range(40)} == set(scenarios.KINDS)
     name = "Ada Lovelace 2024-017"
     assert scenarios.check_seed(name) == scenarios.seed_of(name) == scenarios.seed_of(f" {name} ")
-    assert ch7.bottleneck(_answer(scenarios.plan(scenarios.pick(name), name).truth), seed=name).passed
+    assert ch7.find_bottleneck(_answer(scenarios.plan(scenarios.pick(name), name).truth), seed=name).passed
 
 
 def test_bad_input():
@@ -176,7 +181,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="^seed:"):
         scenarios.seed_of("  ")
     with pytest.raises(ValueError, match="^seed:"):
-        ch7.bottleneck("spine", seed=1.5)
+        ch7.find_bottleneck("spine", seed=1.5)
     with pytest.raises(ValueError, match="^latency:"):
         analysis.peer_links(_toy(), latency=-1)
 
@@ -185,3 +190,17 @@ def _toy():
     from netlab.runtime.comm import Event
     from netlab.runtime.trace import Trace
     return Trace([Event(0, "send", 1, 100, 0.0, 1.0)], [1.0, 1.0], True)
+
+
+def test_peer_matrix_draws_each_pairs_speed_and_bytes():
+    from matplotlib.figure import Figure
+    from netlab.figures.trace import peer_matrix
+    out = scenarios.scenario("spine", 0)
+    fig = peer_matrix(Figure(), out.trace, latency=out.setup["latency_s"], bandwidth=out.setup["bandwidth_Bps"])
+    speed, volume = (ax.images[0].get_array() for ax in fig.axes[:2])
+    for p in analysis.peer_links(out.trace, latency=out.setup["latency_s"]):
+        assert speed[p["src"], p["dst"]] == pytest.approx(p["bandwidth_Bps"] / out.setup["bandwidth_Bps"])
+        assert volume[p["src"], p["dst"]] == pytest.approx(p["bytes"] / 1e3)
+    leaf = out.plan.knobs["leaf"]                     # the cross-leaf hops are the slow cells, at 2B/(ratio*m)
+    slow = {(r, (r + 1) % 4) for r in range(4) if leaf[r] != leaf[(r + 1) % 4]}
+    assert {(i, j) for i in range(4) for j in range(4) if speed[i, j] < 0.7} == slow

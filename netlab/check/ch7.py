@@ -5,7 +5,7 @@ bandwidth, latency)``. The check runs DDP-style bucketed steps on real ranks (``
 for several networks and bucket sizes, hands the student each bucket's size and ready time, and
 compares the prediction with the measured step.
 
-``bottleneck(answer, seed=...)`` grades the "Find the bottleneck" section: the student names the
+``find_bottleneck(answer, seed=...)`` grades the "Find the bottleneck" section: the student names the
 culprit of the scenario their seed draws (``netlab.scenarios``); the truth comes from the seed alone,
 and each typical wrong answer (a victim named instead of the straggler, a slow NIC instead of a
 spine, ...) gets its own hint, none of which names the culprit.
@@ -137,7 +137,7 @@ def _judge(plan, kind, where) -> tuple[bool, str]:
     return False, hints[kind]
 
 
-def bottleneck(answer=None, seed=0) -> CheckResult:
+def find_bottleneck(answer=None, seed=0) -> CheckResult:
     """Grade a named culprit of the scenario `seed` draws (``netlab.scenarios.draw``): its kind, and its rank
     (slow_link, straggler, hot_shard) or the ranks of one leaf (spine). Nothing is run: the seed decides."""
     from ..scenarios import check_seed, pick, plan
