@@ -7,6 +7,7 @@ wrong answer with its own hint.
 """
 import json
 
+import numpy as np
 import pytest
 
 from netlab import analysis, scenarios
@@ -146,6 +147,7 @@ def test_the_check_names_typical_mistakes_and_unfinished_answers():
     res = ch7.find_bottleneck({"kind": "straggler", "rank": victim}, seed=seed)
     assert not res.passed and "waits inside the all-reduce" in res.message
     assert "name the rank" in ch7.find_bottleneck("straggler", seed=seed).message
+    assert ch7.find_bottleneck({"kind": "straggler", "rank": np.int64(truth["rank"])}, seed=seed).passed
     assert "not answered" in ch7.find_bottleneck(None, seed=seed).message
     assert "kind must be one of" in ch7.find_bottleneck({"kind": "dns"}, seed=seed).message
     spine = _seed_of_kind("spine")

@@ -12,6 +12,8 @@ spine, ...) gets its own hint, none of which names the culprit.
 """
 from __future__ import annotations
 
+import numbers
+
 from . import CheckResult, call_student
 
 CASES = [  # (ranks, bandwidth, latency, bucket bytes)
@@ -100,8 +102,9 @@ def _judge(plan, kind, where) -> tuple[bool, str]:
                               f"oversubscribed {plan.knobs['ratio']:g}:1")
             return False, ("name the ranks of one leaf, e.g. {'kind': 'spine', 'leaf': [0, 1]}: the pairs between "
                            "leaves are the slow ones, the pairs inside a leaf run at the NIC's speed")
-        if not isinstance(where, int) or isinstance(where, bool):
+        if not isinstance(where, numbers.Integral) or isinstance(where, bool):
             return False, f"right kind; now name the rank too: {{'kind': {kind!r}, 'rank': ...}}"
+        where = int(where)
         if where == truth["rank"]:
             what = {"slow_link": f"rank {where}'s NIC ran at {plan.knobs.get('fraction', 0):.0%} of the others' bandwidth",
                     "straggler": f"rank {where} computed {plan.knobs.get('slowdown', 0):g} times longer than the others",

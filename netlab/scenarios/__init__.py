@@ -142,7 +142,7 @@ def scenario(name: str, seed=0, timeout: float = 120.0) -> Outcome:
     """Run the scenario `name` with the culprit `seed` draws, on real ranks."""
     from .runs import run
     p = plan(name, seed)
-    return Outcome(p, run(p, timeout))
+    return Outcome(p, run(p, validate.positive(timeout, "timeout")))
 
 
 def draw(seed=0, timeout: float = 120.0) -> Outcome:
