@@ -18,12 +18,16 @@ its messages):
   path to the rank that entered it last (everyone waited for that rank), a compute keeps the rank.
 * link utilisation: each rank's NIC port busy fraction per time bin, outgoing (sends) and incoming
   (receives), from the port occupancy the network model booked (alpha + n/B per message).
+* peer links: per directed pair of ranks, messages, bytes and the port time they took, hence the
+  link's bandwidth and the share of that time spent on latency (alpha) rather than bytes: the
+  evidence for a slow NIC, an oversubscribed spine or buckets too small (``netlab.scenarios``).
 
 Works on virtual-time and wall-clock traces alike (``Trace.virtual``). Left out: queues, drops and
 pauses (the network model has no switch buffers yet), HTA's idle-time sub-categories.
 """
 from __future__ import annotations
 
+from . import validate
 from .runtime.trace import Trace, _union
 
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall")
@@ -168,4 +172,42 @@ def analyze(trace: Trace, bins: int = 50) -> dict:
             "makespan_s": trace.makespan, "breakdown": rows, "straggler": straggler(trace),
             "critical_path": path, "critical_path_totals": on_path,
             "utilisation": {r: {"mean_out": u["mean_out"], "mean_in": u["mean_in"], "bytes_out": u["bytes_out"]}
-                            for r, u in util["ranks"].items()}}
+                            for r, u in util["ranks"].items()},
+            "links": peer_links(trace)}
+
+
+def peer_links(trace: Trace, latency: float | None = None) -> list[dict]:
+    """Per directed pair (src, dst) that exchanged messages: what the sender's port carried and how fast.
+
+    A message of n bytes holds the sender's port for alpha + n/B (``netlab.net.network``), so a pair's
+    send durations show the link it used. ``rate_Bps``: bytes / busy time (alpha included).
+    ``bandwidth_Bps`` and ``alpha_s``: with `latency` (the link's stated alpha) B = n / (busy - count * alpha);
+    without it, the least-squares line through (bytes, duration) when the pair sent two sizes or more,
+    else None. ``latency_share``: count * alpha / busy, the part of the port's time that carried no byte.
+    A slow NIC shows as low bandwidth on every pair that touches one rank; an oversubscribed spine as
+    low bandwidth on the pairs that cross it; buckets too small as a high latency share everywhere.
+    """
+    if latency is not None:
+        latency = validate.number(latency, "latency", 0)
+    pairs: dict = {}
+    for e in trace.events:
+        if e.kind == "send" and e.end > e.start:
+            pairs.setdefault((e.rank, e.peer), []).append((e.bytes, e.end - e.start))
+    rows = []
+    for (src, dst), msgs in sorted(pairs.items()):
+        count, nbytes, busy = len(msgs), sum(n for n, _ in msgs), sum(d for _, d in msgs)
+        alpha = bw = None
+        if latency is not None:
+            alpha = float(latency)
+            data = busy - count * alpha
+            bw = nbytes / data if data > 0 and nbytes > 0 else None
+        elif len({n for n, _ in msgs}) >= 2:
+            mn, md = nbytes / count, busy / count
+            sxx = sum((n - mn) ** 2 for n, _ in msgs)
+            slope = sum((n - mn) * (d - md) for n, d in msgs) / sxx
+            if slope > 0:
+                alpha, bw = max(0.0, md - slope * mn), 1.0 / slope
+        rows.append({"src": src, "dst": dst, "messages": count, "bytes": nbytes, "busy_s": busy,
+                     "rate_Bps": nbytes / busy, "alpha_s": alpha, "bandwidth_Bps": bw,
+                     "latency_share": count * alpha / busy if alpha is not None else None})
+    return rows

@@ -2,7 +2,9 @@
 
 * ``timeline``: per rank, a compute lane and a communication lane (the collectives, one per bucket),
   with the breakdown from ``netlab.analysis`` printed beside each rank;
-* ``bucket_curve``: step time against bucket capacity, overlapped and not (the U-shaped curve).
+* ``bucket_curve``: step time against bucket capacity, overlapped and not (the U-shaped curve);
+* ``peer_matrix``: sender x receiver, each pair's bandwidth and bytes (``analysis.peer_links``): a
+  slow NIC is a dark row and column, a spine a block pattern, a hot shard one bright column of bytes.
 """
 from __future__ import annotations
 
@@ -40,4 +42,33 @@ def bucket_curve(fig: Figure, caps: list[int], overlapped: list[float], after: l
     ax.set_xlabel("bucket capacity (bytes)")
     ax.set_ylabel("step time (ms)")
     ax.legend()
+    return fig
+
+
+def peer_matrix(fig: Figure, trace: Trace, latency: float | None = None, bandwidth: float | None = None) -> Figure:
+    """Two sender x receiver maps: each pair's bandwidth (as a fraction of `bandwidth`, the stated NIC
+    speed, when given) and the bytes it carried. Pairs that exchanged nothing stay blank."""
+    import numpy as np
+    links = analysis.peer_links(trace, latency)
+    p = trace.world_size
+    speed, volume = np.full((p, p), np.nan), np.full((p, p), np.nan)
+    for row in links:
+        bw = row["bandwidth_Bps"] if row["bandwidth_Bps"] is not None else row["rate_Bps"]
+        speed[row["src"], row["dst"]] = bw / bandwidth if bandwidth else bw / 1e9
+        volume[row["src"], row["dst"]] = row["bytes"] / 1e3
+    axes = fig.subplots(1, 2)
+    scale = (0, 1) if bandwidth else (None, None)
+    for ax, data, title, cmap, (lo, hi), fmt in (
+            (axes[0], speed, "bandwidth" + (" / stated" if bandwidth else " (GB/s)"), "RdYlGn", scale, "{:.2g}"),
+            (axes[1], volume, "bytes sent (KB)", "viridis", (0, None), "{:.0f}")):
+        image = ax.imshow(data, cmap=cmap, vmin=lo, vmax=hi)
+        ax.set_xticks(range(p))
+        ax.set_yticks(range(p))
+        ax.set_xlabel("receiver rank")
+        ax.set_ylabel("sender rank")
+        ax.set_title(title)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+        for (i, j), v in np.ndenumerate(data):
+            if not np.isnan(v):
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7)
     return fig
