@@ -1,0 +1,29 @@
+"""The capstone's figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
+
+``scaling``: predicted scaling efficiency against the number of devices, one line per set of choices
+(styled by algorithm, ``figures.common``), with published results as labelled stars. Left out: error
+bars (the prediction is a closed form; its assumptions are stated in ``netlab.capstone``).
+"""
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from .common import algorithm_style, log_grid
+
+
+def scaling(fig: Figure, curves: dict, published: list[tuple[int, float, str]] = (),
+            title: str = "predicted scaling efficiency") -> Figure:
+    """`curves`: {label: (algo, [devices], [efficiency])}; `published`: [(devices, efficiency, label)]."""
+    ax = fig.add_subplot(1, 1, 1)
+    for label, (algo, devices, eff) in curves.items():
+        ax.plot(devices, [e * 100 for e in eff], label=label, **algorithm_style(algo))
+    for devices, eff, label in published:
+        ax.plot([devices], [eff * 100], "*", color="crimson", markersize=14, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("devices (GPUs)")
+    ax.set_ylabel("scaling efficiency (%)")
+    ax.set_ylim(0, 105)
+    log_grid(ax, y=False)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    return fig
