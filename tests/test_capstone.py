@@ -127,5 +127,5 @@ def test_bad_choices_name_the_parameter(kwargs, name):
 
 
 def test_scaling_figure_draws_a_line_per_choice_and_the_published_point():
-    fig = scaling(Figure(), {"ring": ("ring", [4, 8], [1.0, 0.9])}, [(512, 0.9, "Horovod")])
+    fig = scaling(Figure(), {"ring": ([4, 8], [1.0, 0.9])}, [(512, 0.9, "Horovod")])
     assert len(fig.axes[0].lines) == 2 and not math.isnan(fig.axes[0].get_ylim()[1])

@@ -1,7 +1,7 @@
 """The capstone's figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
 
 ``scaling``: predicted scaling efficiency against the number of devices, one line per set of choices
-(styled by algorithm, ``figures.common``), with published results as labelled stars. Left out: error
+(solid, dashed, dotted, ... in the ring's colour of ``figures.common``), with published results as stars. Left out: error
 bars (the prediction is a closed form; its assumptions are stated in ``netlab.capstone``).
 """
 from __future__ import annotations
@@ -10,13 +10,16 @@ from matplotlib.figure import Figure
 
 from .common import algorithm_style, log_grid
 
+STYLES = ("-", "--", ":", "-.")
+
 
 def scaling(fig: Figure, curves: dict, published: list[tuple[int, float, str]] = (),
             title: str = "predicted scaling efficiency") -> Figure:
-    """`curves`: {label: (algo, [devices], [efficiency])}; `published`: [(devices, efficiency, label)]."""
+    """`curves`: {label: ([devices], [efficiency])}; `published`: [(devices, efficiency, label)]."""
     ax = fig.add_subplot(1, 1, 1)
-    for label, (algo, devices, eff) in curves.items():
-        ax.plot(devices, [e * 100 for e in eff], label=label, **algorithm_style(algo))
+    for k, (label, (devices, eff)) in enumerate(curves.items()):
+        style = dict(algorithm_style("ring"), linestyle=STYLES[k % len(STYLES)])
+        ax.plot(devices, [e * 100 for e in eff], label=label, **style)
     for devices, eff, label in published:
         ax.plot([devices], [eff * 100], "*", color="crimson", markersize=14, label=label)
     ax.set_xscale("log", base=2)
