@@ -248,7 +248,7 @@ RESNET101 = Model(name="ResNet-101", params=44.5e6,          # torchvision model
                   flops_per_sample=3 * 2 * 7.8e9, batch=64)  # 7.8 G multiply-adds forward; x2 FLOPs, x3 training
 HOROVOD_CLUSTER = Cluster(nodes=128, devices_per_node=4, nic_bandwidth="25Gbit/s", nic_latency="5us",
                           intra_bandwidth="15.75GB/s", intra_latency="1us", device=P100, efficiency=0.5)
-# Horovod 0.x fused small tensors into a 64 MB buffer and ran NCCL's ring over every GPU
+# Horovod's default tensor-fusion buffer is 64 MB; one ring over every GPU is this model's choice
 HOROVOD_CHOICES = dict(algo="ring", compression="none", bucket="64MB", placement="packed", overlap=True)
 
 
@@ -258,7 +258,7 @@ def horovod() -> Prediction:
 
 
 # -- real ranks, for what fits on this machine --------------------------------------------------------------------
-def mlp(width: int = 256, layers: int = 4, batch: int = 128) -> Model:
+def mlp(*, width: int = 256, layers: int = 4, batch: int = 128) -> Model:
     """The lab's MLP as a capstone Model (FLOPs counted on a real pass, ``train.step_flops``)."""
     from . import train
     return Model(name=f"MLP width {width} x {layers}", params=train.parameter_count(width, layers),
@@ -281,6 +281,6 @@ def measure(*, nodes: int, bandwidth="10Gbit/s", latency="50us", bucket=300_000,
                                  params=train.parameter_count(width, layers)))
 
 
-def small_cluster(nodes: int, bandwidth="10Gbit/s", latency="50us") -> Cluster:
+def small_cluster(nodes: int, *, bandwidth="10Gbit/s", latency="50us") -> Cluster:
     """The cluster ``measure`` runs: one cpu-core rank per node on one switch (measure_step's network)."""
     return Cluster(nodes=nodes, nic_bandwidth=bandwidth, nic_latency=latency, device="cpu-core", efficiency=0.5)

@@ -43,7 +43,7 @@ def test_the_drawn_curve_agrees_with_the_measured_steps():
     """The curve is the alpha-beta pipeline; at each cap it must match a step measured on real ranks."""
     caps = [c for _, c in CAPS]
     for overlap in (True, False):
-        curve = predicted_curve(3, "1Gbit/s", "20us", overlap, SHAPE)
+        curve = predicted_curve(3, "1Gbit/s", "20us", overlap, shape=SHAPE)
         for cap in (1, 20_000, 10**12):
             measured = measure_step(ranks=3, bucket=cap, overlap=overlap, bandwidth="1Gbit/s", latency="20us",
                                     **SHAPE).total_s
@@ -64,3 +64,11 @@ def test_one_node_greys_out_bucket_and_overlap_and_too_many_nodes_are_refused():
     assert big.text.startswith("cannot run this setting: ranks:") and "at most 2 nodes" in big.text
     assert len(big.out.outputs) == 1 and big.last.ranks == 2     # the line replaces the figure; last is kept
     assert panel.last is before
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(bucket=123), "bucket"), (dict(ranks=0), "ranks"),
+                                          (dict(bandwidth="3Gbit/s"), "bandwidth"), (dict(latency="7us"), "latency"),
+                                          (dict(overlap="yes"), "overlap")])
+def test_a_setting_the_controls_do_not_offer_is_refused_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        Ch7Panel(shape=SHAPE, **kwargs)

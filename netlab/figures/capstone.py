@@ -7,6 +7,7 @@ bars (the prediction is a closed form; its assumptions are stated in ``netlab.ca
 from __future__ import annotations
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter
 
 from .common import algorithm_style, log_grid
 
@@ -23,6 +24,7 @@ def scaling(fig: Figure, curves: dict, published: list[tuple[int, float, str]] =
     for devices, eff, label in published:
         ax.plot([devices], [eff * 100], "*", color="crimson", markersize=14, label=label)
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(ScalarFormatter())           # 512, not 2^9
     ax.set_xlabel("devices (GPUs)")
     ax.set_ylabel("scaling efficiency (%)")
     ax.set_ylim(0, 105)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import buckets, train
+from .. import buckets, train, validate
 from ..cluster import MAX_RANKS
 from ..data import load
 from ..figures.trace import bucket_curve, timeline
@@ -32,7 +32,7 @@ LATENCIES = ["1us", "5us", "20us", "50us", "100us"]
 SHAPE = dict(width=256, layers=4, batch=128)       # the chapter's MLP; nodes x batch must fit the digits
 
 
-def predicted_curve(ranks: int, bandwidth: str, latency: str, overlap: bool, shape: dict = SHAPE,
+def predicted_curve(ranks: int, bandwidth: str, latency: str, overlap: bool, *, shape: dict = SHAPE,
                     dev: str = "cpu-core") -> list[float]:
     """Step time at every cap of ``CAPS``, from the alpha-beta pipeline (no ranks run)."""
     d = device(dev)
@@ -56,8 +56,13 @@ class Ch7Panel(Panel):
     min_height = "560px"
     tight = False                 # the figure lays itself out: one draw less per change
 
-    def __init__(self, ranks: int = 4, bucket: int = 300_000, overlap: bool = True, bandwidth: str = "10Gbit/s",
+    def __init__(self, *, ranks: int = 4, bucket: int = 300_000, overlap: bool = True, bandwidth: str = "10Gbit/s",
                  latency: str = "50us", shape: dict | None = None):
+        validate.choice(bucket, "bucket", [c for _, c in CAPS])       # a control's value, or one clear line
+        validate.choice(overlap, "overlap", (True, False))
+        validate.whole(ranks, "ranks", 1, MAX_RANKS, int_only=True)
+        validate.choice(bandwidth, "bandwidth", BANDWIDTHS)
+        validate.choice(latency, "latency", LATENCIES)
         self.shape = dict(SHAPE, **(shape or {}))
         self.samples = len(load("train")[1])
         self.measured: dict = {}                  # (ranks, bandwidth, latency, overlap) -> {cap: step seconds}
@@ -94,8 +99,8 @@ class Ch7Panel(Panel):
         fig = new_figure(12, 1.6 + 0.45 * ranks + 1.2)
         left, right = fig.subfigures(1, 2, width_ratios=[1.55, 1])
         timeline(left, r.trace, title="per-rank timeline: compute (blue), bucket all-reduces (orange)")
-        bucket_curve(right, caps, predicted_curve(ranks, bandwidth, latency, True, self.shape),
-                     predicted_curve(ranks, bandwidth, latency, False, self.shape))
+        bucket_curve(right, caps, predicted_curve(ranks, bandwidth, latency, True, shape=self.shape),
+                     predicted_curve(ranks, bandwidth, latency, False, shape=self.shape))
         ax = right.axes[0]
         for lines in ax.get_lines():
             lines.set_label(f"predicted, {lines.get_label()}")
