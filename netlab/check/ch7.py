@@ -155,3 +155,6 @@ def find_bottleneck(answer=None, seed=0) -> CheckResult:
         return CheckResult(name, False, f"expected {{'kind': ..., 'rank': ...}} (or 'leaf': [...]), got {answer!r}")
     ok, message = _judge(p, kind, where)
     return CheckResult(name, ok, message, [{"seed": seed, "your answer": answer, "ok": "yes" if ok else "no"}])
+
+
+from .ch7_capstone import capstone  # noqa: E402,F401 -- the capstone exercise (check/ch7_capstone.py)

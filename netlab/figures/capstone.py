@@ -1,0 +1,34 @@
+"""The capstone's figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
+
+``scaling``: predicted scaling efficiency against the number of devices, one line per set of choices
+(solid, dashed, dotted, ... in the ring's colour of ``figures.common``), with published results as stars. Left out: error
+bars (the prediction is a closed form; its assumptions are stated in ``netlab.capstone``).
+"""
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter
+
+from .common import algorithm_style, log_grid
+
+STYLES = ("-", "--", ":", "-.")
+
+
+def scaling(fig: Figure, curves: dict, published: list[tuple[int, float, str]] = (),
+            title: str = "predicted scaling efficiency") -> Figure:
+    """`curves`: {label: ([devices], [efficiency])}; `published`: [(devices, efficiency, label)]."""
+    ax = fig.add_subplot(1, 1, 1)
+    for k, (label, (devices, eff)) in enumerate(curves.items()):
+        style = dict(algorithm_style("ring"), linestyle=STYLES[k % len(STYLES)])
+        ax.plot(devices, [e * 100 for e in eff], label=label, **style)
+    for devices, eff, label in published:
+        ax.plot([devices], [eff * 100], "*", color="crimson", markersize=14, label=label)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(ScalarFormatter())           # 512, not 2^9
+    ax.set_xlabel("devices (GPUs)")
+    ax.set_ylabel("scaling efficiency (%)")
+    ax.set_ylim(0, 105)
+    log_grid(ax, y=False)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    return fig

@@ -1,0 +1,115 @@
+"""Chapter 7's panel: bucket size, overlap on/off, nodes, bandwidth and latency; one bucketed step per change.
+
+Every change runs a real DDP-style step on real ranks (``step.measure_step`` with ``bucket`` and
+``overlap``) and shows, on the left, each rank's timeline with the breakdown ``netlab.analysis`` reads
+from its trace (``figures.trace.timeline``: exposed communication and overlap fraction per rank), and
+on the right the step time against bucket size: the alpha-beta pipeline prediction
+(``overlap.pipeline_time``) as lines, and the measured steps of this network as dots, the current
+setting ringed. The curve is a prediction because measuring it would take a dozen runs per change;
+the dots say where the prediction was checked. Left out: DDP's smaller first bucket (every bucket
+here has the chosen cap) and other algorithms than the ring.
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from .. import buckets, train, validate
+from ..cluster import MAX_RANKS
+from ..data import load
+from ..figures.trace import bucket_curve, timeline
+from ..net.network import network
+from ..net.presets import device
+from ..overlap import pipeline_time
+from ..step import measure_step
+from ..units import fmt_time
+from .panel import Panel, choice, new_figure, slider, toggle
+
+# bucket caps shown on the slider: (label, bytes); "one bucket" is larger than any model here
+CAPS = [("1 B (one per tensor)", 1), ("20 KB", 20_000), ("100 KB", 100_000), ("300 KB", 300_000),
+        ("600 KB", 600_000), ("one bucket", 10**12)]
+BANDWIDTHS = ["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
+LATENCIES = ["1us", "5us", "20us", "50us", "100us"]
+SHAPE = dict(width=256, layers=4, batch=128)       # the chapter's MLP; nodes x batch must fit the digits
+
+
+def predicted_curve(ranks: int, bandwidth: str, latency: str, overlap: bool, *, shape: dict = SHAPE,
+                    dev: str = "cpu-core") -> list[float]:
+    """Step time at every cap of ``CAPS``, from the alpha-beta pipeline (no ranks run)."""
+    d = device(dev)
+    prof = buckets.backward_profile(shape["width"], shape["layers"], shape["batch"])
+    compute = d.seconds(prof.total_flops)
+    optimizer = d.seconds(2 * train.parameter_count(shape["width"], shape["layers"]))
+    link = network(bandwidth, latency).nic
+    size = dict(zip(prof.order, prof.nbytes))
+    out = []
+    for _, cap in CAPS:
+        plan = buckets.plan(prof, cap)
+        ready = [d.seconds(f) for f in buckets.bucket_ready_flops(prof, plan)]
+        nbytes = [sum(size[i] for i in b) for b in plan]
+        out.append(pipeline_time(nbytes, ready, compute, ranks, link, optimizer, overlap)["total_s"])
+    return out
+
+
+class Ch7Panel(Panel):
+    """One bucketed step per change; nodes = 1 greys out bucket and overlap (nothing to send)."""
+
+    min_height = "560px"
+    tight = False                 # the figure lays itself out: one draw less per change
+
+    def __init__(self, *, ranks: int = 4, bucket: int = 300_000, overlap: bool = True, bandwidth: str = "10Gbit/s",
+                 latency: str = "50us", shape: dict | None = None):
+        validate.choice(bucket, "bucket", [c for _, c in CAPS])       # a control's value, or one clear line
+        validate.choice(overlap, "overlap", (True, False))
+        validate.whole(ranks, "ranks", 1, MAX_RANKS, int_only=True)
+        validate.choice(bandwidth, "bandwidth", BANDWIDTHS)
+        validate.choice(latency, "latency", LATENCIES)
+        self.shape = dict(SHAPE, **(shape or {}))
+        self.samples = len(load("train")[1])
+        self.measured: dict = {}                  # (ranks, bandwidth, latency, overlap) -> {cap: step seconds}
+        super().__init__({
+            "bucket": choice(CAPS, bucket, "bucket size"),
+            "overlap": toggle([("on", True), ("off", False)], overlap, "overlap"),
+            "ranks": slider(widgets.IntSlider, ranks, 1, MAX_RANKS, description="nodes"),
+            "bandwidth": choice(BANDWIDTHS, bandwidth, "bandwidth"),
+            "latency": choice(LATENCIES, latency, "latency"),
+        })
+
+    def greyed(self, values):
+        alone = values["ranks"] == 1                  # one rank: no all-reduce, so no bucket to size or hide
+        return {"bucket": alone, "overlap": alone}
+
+    def render(self, bucket, overlap, ranks, bandwidth, latency):
+        batch = self.shape["batch"]
+        if ranks * batch > self.samples:
+            raise ValueError(f"ranks: {ranks} nodes x {batch} samples exceed the {self.samples:,} training digits "
+                             f"(at most {self.samples // batch} nodes)")
+        r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, bucket=bucket, overlap=overlap,
+                         **self.shape)
+        self.last = r
+        key = (ranks, bandwidth, latency, overlap)
+        self.measured.setdefault(key, {})[bucket] = r.total_s
+        s = r.setup
+        n = len(s["buckets"])
+        text = (f"{ranks} nodes, {bandwidth} / {latency}, {n} bucket{'s' if n != 1 else ''} "
+                f"({'during' if overlap else 'after'} the backward pass):\n"
+                f"  step {fmt_time(r.total_s)}: compute {fmt_time(r.compute_s)}, communication {fmt_time(r.comm_s)}, "
+                f"of it exposed {fmt_time(s['exposed_comm_s'])}; overlap fraction {s['overlap_frac']:.0%} "
+                f"(the most exposed rank)")
+        caps = [c for _, c in CAPS]
+        fig = new_figure(12, 1.6 + 0.45 * ranks + 1.2)
+        left, right = fig.subfigures(1, 2, width_ratios=[1.55, 1])
+        timeline(left, r.trace, title="per-rank timeline: compute (blue), bucket all-reduces (orange)")
+        bucket_curve(right, caps, predicted_curve(ranks, bandwidth, latency, True, shape=self.shape),
+                     predicted_curve(ranks, bandwidth, latency, False, shape=self.shape))
+        ax = right.axes[0]
+        for lines in ax.get_lines():
+            lines.set_label(f"predicted, {lines.get_label()}")
+        seen = self.measured[key]
+        ax.plot(list(seen), [t * 1e3 for t in seen.values()], "o" if overlap else "s", color="black",
+                markersize=4, label=f"measured here ({'overlap' if overlap else 'after backward'})")
+        ax.plot([bucket], [r.total_s * 1e3], "o", markersize=13, markerfacecolor="none", markeredgecolor="red",
+                markeredgewidth=2, label="this setting")
+        ax.set_title("step time against bucket size", fontsize=10)
+        ax.legend(fontsize=7)
+        right.subplots_adjust(left=0.2, bottom=0.2)
+        return text, fig

@@ -1,0 +1,74 @@
+"""Chapter 7's panel runs headless: its numbers are measure_step's, every control changes the figure,
+settings that mean nothing are greyed out and settings that cannot run are refused in one line."""
+import pytest
+
+from netlab import analysis
+from netlab.step import measure_step
+from netlab.ui.ch7 import CAPS, Ch7Panel, predicted_curve
+from netlab.units import fmt_time
+
+SHAPE = dict(width=128, layers=3, batch=64)         # smaller than the chapter's: quicker, same code path
+
+
+def png(panel):
+    shown = [o["data"]["image/png"] for o in panel.out.outputs if "image/png" in o["data"]]
+    assert len(shown) == 1                                      # one figure, replaced, never appended
+    return shown[0]
+
+
+def test_the_panel_shows_what_measure_step_measures_for_the_same_setting():
+    panel = Ch7Panel(ranks=3, bucket=20_000, overlap=True, bandwidth="1Gbit/s", latency="20us", shape=SHAPE)
+    ref = measure_step(ranks=3, bucket=20_000, overlap=True, bandwidth="1Gbit/s", latency="20us", **SHAPE)
+    got = panel.last
+    assert got.total_s == ref.total_s and got.compute_s == ref.compute_s and got.comm_s == ref.comm_s
+    worst = max(analysis.breakdown(ref.trace), key=lambda row: row["exposed_comm_s"])   # read independently
+    assert got.setup["exposed_comm_s"] == pytest.approx(worst["exposed_comm_s"], rel=1e-12)
+    for value in (ref.total_s, ref.compute_s, worst["exposed_comm_s"]):
+        assert fmt_time(value) in panel.text
+    assert f"overlap fraction {worst['overlap_frac']:.0%}" in panel.text
+
+
+def test_every_control_changes_the_figure():
+    panel = Ch7Panel(ranks=2, bucket=20_000, bandwidth="1Gbit/s", latency="20us", shape=SHAPE)
+    changes = dict(bucket=10**12, overlap=False, ranks=3, bandwidth="10Gbit/s", latency="100us")
+    for name, value in changes.items():
+        before, runs = png(panel), panel.runs
+        panel.set(**{name: value})
+        assert panel.runs == runs + 1 and panel.error is None, panel.text
+        assert png(panel) != before, f"{name}: the figure did not change"
+    assert panel.last.setup["overlap"] is False and panel.last.ranks == 3
+
+
+def test_the_drawn_curve_agrees_with_the_measured_steps():
+    """The curve is the alpha-beta pipeline; at each cap it must match a step measured on real ranks."""
+    caps = [c for _, c in CAPS]
+    for overlap in (True, False):
+        curve = predicted_curve(3, "1Gbit/s", "20us", overlap, shape=SHAPE)
+        for cap in (1, 20_000, 10**12):
+            measured = measure_step(ranks=3, bucket=cap, overlap=overlap, bandwidth="1Gbit/s", latency="20us",
+                                    **SHAPE).total_s
+            assert curve[caps.index(cap)] == pytest.approx(measured, rel=0.01), (overlap, cap)
+
+
+def test_one_node_greys_out_bucket_and_overlap_and_too_many_nodes_are_refused():
+    panel = Ch7Panel(ranks=2, shape=SHAPE)
+    assert not panel.controls["bucket"].disabled and not panel.controls["overlap"].disabled
+    panel.set(ranks=1)
+    assert panel.controls["bucket"].disabled and panel.controls["overlap"].disabled
+    assert panel.last.comm_s == 0 and panel.last.total_s == panel.last.compute_s
+    panel.set(ranks=2)
+    assert not panel.controls["bucket"].disabled
+    before = panel.last
+    big = Ch7Panel(ranks=2, shape=dict(SHAPE, batch=700))       # 1,438 digits: 2 nodes x 700 fit, 3 do not
+    big.set(ranks=3)
+    assert big.text.startswith("cannot run this setting: ranks:") and "at most 2 nodes" in big.text
+    assert len(big.out.outputs) == 1 and big.last.ranks == 2     # the line replaces the figure; last is kept
+    assert panel.last is before
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(bucket=123), "bucket"), (dict(ranks=0), "ranks"),
+                                          (dict(bandwidth="3Gbit/s"), "bandwidth"), (dict(latency="7us"), "latency"),
+                                          (dict(overlap="yes"), "overlap")])
+def test_a_setting_the_controls_do_not_offer_is_refused_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        Ch7Panel(shape=SHAPE, **kwargs)
