@@ -88,11 +88,54 @@ def test_a_lossy_incast_is_deterministic_and_pays_for_its_drops():
     assert first.values[0] > 8 * 128 * 1024 / (1e9 / 8)                      # slower than the wire allows
 
 
-def test_the_parameter_server_is_refused_with_a_clear_error():
+def test_the_parameter_server_on_the_ideal_fabric_gives_exactly_todays_times():
+    """run_ps waits for data outside comm.wait (Request.arrive): under Congestion() it is today's port model."""
+    from netlab.ps import run_ps
+    for mode in ("bsp", "asp"):
+        kw = dict(workers=3, servers=2, steps=2, width=32, mode=mode)
+        plain = run_ps(**kw)
+        with netlab.congestion(Congestion()):
+            ideal = run_ps(**kw)
+        assert (ideal.step_s, ideal.comm_s) == (plain.step_s, plain.comm_s) and ideal.setup["fabric"]["model"] == "ports"
+        # every receive and compute phase at the same times (the fabric records only the sends a rank
+        # waited for: the servers' answers are sent and never waited on)
+        kept = lambda tr: sorted((e.rank, e.kind, e.peer, e.start, e.end) for e in tr.events if e.kind != "send")  # noqa: E731
+        assert kept(plain.trace) == kept(ideal.trace) and len(kept(plain.trace)) > 20
+
+
+def test_a_sync_parameter_server_push_collapses_on_a_200ms_rto_and_not_on_a_200us_one():
+    """8 workers push 104 KB each into one server port with a 32 KB buffer (Reno): the incast of chapter 6."""
+    from netlab.ps import run_ps
+    kw = dict(workers=8, servers=1, steps=1, width=128, partition_bytes=0, bandwidth="1Gbit/s", latency="20us")
+    ideal = run_ps(**kw)
+    runs = {}
+    for rto in (0.2, 200e-6):
+        with netlab.congestion(Congestion("reno", buffer="32K", rto_min=rto)):
+            runs[rto] = [run_ps(**kw) for _ in range(2 if rto == 0.2 else 1)]
+    slow, again = runs[0.2]
+    assert (slow.step_s, slow.comm_s, slow.setup["fabric"]) == (again.step_s, again.comm_s, again.setup["fabric"])
+    assert slow.setup["fabric"]["timeouts"] > 0
+    assert slow.comm_s > ideal.comm_s + 0.9 * 0.2
+    fast = runs[200e-6][0]
+    assert fast.comm_s < ideal.comm_s + 0.9 * 0.2 and fast.comm_s < slow.comm_s / 10
+    assert fast.comm_s > ideal.comm_s                                 # drops still cost something
+
+
+def test_a_multi_server_parameter_server_runs_on_a_lossy_fabric():
+    """Two servers, several chunks per worker: each server blocks on data while workers wait on the other."""
+    from netlab.ps import run_ps
+    with netlab.congestion(Congestion("reno", buffer="16K", rto_min="1ms")):
+        res = run_ps(workers=3, servers=2, steps=2, width=128, bandwidth="1Gbit/s", latency="20us")
+    assert res.setup["fabric"]["drops"] > 0 and res.setup["chunks"] > 2
+    assert res.step_s > run_ps(workers=3, servers=2, steps=2, width=128, bandwidth="1Gbit/s", latency="20us").step_s
+
+
+def test_an_asynchronous_parameter_server_is_refused_on_a_lossy_fabric():
+    """ASP answers a fast worker after seeing a slower worker's later push: not timeable conservatively."""
+    from netlab.ps import run_ps
     with netlab.congestion(Congestion("reno", buffer="64K")):
-        with pytest.raises(netlab.RankError, match="congestion fabric cannot time"):
-            from netlab.ps import run_ps
-            run_ps(workers=2, servers=1, steps=1)
+        with pytest.raises(netlab.RankError, match="cannot go back in time.*mode='bsp'"):
+            run_ps(workers=3, servers=2, steps=3, width=32, mode="asp")
 
 
 @pytest.mark.parametrize("kwargs, parameter", [

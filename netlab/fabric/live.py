@@ -17,8 +17,10 @@ that every rank reports to over a private Unix socket:
     clock or later, so the fabric only processes events strictly earlier than the smallest such
     clock. Flows are injected in a canonical order (start, src, dst, seq), so the answer is the
     same whichever rank's report reaches the coordinator first: deterministic on any machine.
-A program that waits for data outside ``comm.wait`` (the parameter server's arrival-order logic
-uses ``Request.arrive``) cannot be timed this way, and is refused with a clear error.
+  * a rank about to block on data outside ``comm.wait`` (the parameter server's ``Request.arrive``)
+    reports it; it is bounded by that message's start (it promises to send nothing earlier) or, while
+    the message is unsent, by its sender's bound. A send that breaks the promise (an asynchronous
+    parameter server's answer after a later push) is refused with a clear error (docs/fabric.md).
 
 The ideal transport with unlimited buffers and no ECN/PFC is today's port model (each NIC port
 serves messages in the order its program posts them, alpha + n/B each): the coordinator books the
@@ -109,6 +111,10 @@ class FabricClient:
     def post_wait(self, kind: str, peer: int, seq: int, clock: float) -> None:
         self.conn.send(("wait", kind, peer, seq, clock))
 
+    def blocked_on_data(self, peer: int, seq: int, clock: float) -> None:
+        """About to block until message `seq` from `peer` has moved, outside ``comm.wait`` (no answer comes)."""
+        self.conn.send(("data", peer, seq, clock))
+
     def answer(self) -> tuple[float, float]:
         """(begin, end) of the message waited for, in virtual seconds."""
         reply = self.conn.recv()
@@ -158,8 +164,10 @@ class Coordinator:
     def _reset(self) -> None:
         n = self.ranks
         self.lb = [0.0] * n                          # a lower bound on each running rank's next send time
-        self.state = ["run"] * n                     # run | blocked | done
+        self.state = ["run"] * n                     # run | blocked | data | done
         self.waiting: list = [None] * n              # (kind, key) a blocked rank waits for
+        self.data: list = [None] * n                 # (src, dst, seq) a rank blocked on data waits for, unsent
+        self.promise = [0.0] * n                     # no send earlier than this: data it has already seen
         self.messages: dict[tuple, _Message] = {}    # (src, dst, seq) -> message
         self.pending: list[tuple] = []               # packet mode: sends not yet injected
         self.epoch = [0] * n
@@ -217,7 +225,8 @@ class Coordinator:
             self.conns = conns
             by_conn = {c: r for r, c in conns.items()}
             while not self._stop.is_set() and any(s != "done" for s in self.state):
-                for conn in wait(list(conns.values()), timeout=0.2):
+                got = wait(list(conns.values()), timeout=0.2)
+                for conn in got:
                     try:
                         message = conn.recv()
                     except (EOFError, OSError):
@@ -256,6 +265,12 @@ class Coordinator:
             self.state[rank], self.lb[rank] = "done", math.inf
         elif kind == "send":
             _, dst, seq, start, nbytes = message
+            if self.fabric is not None and start < self.promise[rank]:
+                raise RuntimeError(
+                    f"network: rank {rank} sent at t={start:.9g}s after waiting outside comm.wait for data sent at "
+                    f"t={self.promise[rank]:.9g}s; the congestion fabric times a program conservatively and cannot "
+                    f"go back in time (an asynchronous parameter server answers a fast worker after seeing a later "
+                    f"push): run it with mode='bsp', or without congestion=")
             self.lb[rank] = max(self.lb[rank], start)
             msg = self.messages[(rank, dst, seq)] = _Message(start, nbytes)
             if self.fabric is None:                                       # today's model: the sender's port
@@ -264,11 +279,51 @@ class Coordinator:
                 msg.end = msg.begin + duration
             else:
                 self.pending.append((start, rank, dst, seq))
+                for r, key in enumerate(self.data):                      # ranks blocked on this message's data
+                    if key == (rank, dst, seq):
+                        self._seen(r, start)
+        elif kind == "data" and self.fabric is not None:                  # (the port model needs no bound)
+            _, peer, seq, clock = message
+            self.lb[rank] = max(self.lb[rank], clock)
+            msg = self.messages.get((peer, rank, seq))
+            if msg is not None:
+                self._seen(rank, msg.start)
+            else:
+                self.state[rank], self.data[rank] = "data", (peer, rank, seq)
         elif kind == "wait":
             _, what, peer, seq, clock = message
             self.lb[rank] = max(self.lb[rank], clock)
             key = (rank, peer, seq) if what == "send" else (peer, rank, seq)
             self.state[rank], self.waiting[rank] = "blocked", (what, key)
+
+    def _seen(self, rank: int, start: float) -> None:
+        """`rank` has (or is about to have) data sent at `start`: it may send again, but not earlier."""
+        self.promise[rank] = max(self.promise[rank], start)
+        self.lb[rank] = max(self.lb[rank], start)
+        if self.state[rank] == "data":
+            self.state[rank], self.data[rank] = "run", None
+
+    def _bound(self) -> float:
+        """The earliest virtual time at which any rank may still send.
+
+        A running rank: its last reported clock. A rank blocked on data not yet sent: it will not send
+        before that data's start, which is no earlier than its sender's own bound (a rank blocked in
+        ``comm.wait`` has none until its message completes). A cycle of ranks blocked on data: none."""
+        memo: dict[int, float] = {}
+
+        def of(r: int, seen: frozenset) -> float:
+            if r in memo:
+                return memo[r]
+            s = self.state[r]
+            if s == "run":
+                b = self.lb[r]
+            elif s == "data" and r not in seen:
+                b = max(self.lb[r], of(self.data[r][0], seen | {r}))
+            else:
+                b = math.inf
+            memo[r] = b
+            return b
+        return min((of(r, frozenset()) for r in range(self.ranks)), default=math.inf)
 
     def _answer(self) -> bool:
         """Reply to every blocked rank whose message is timed; True if any was."""
@@ -304,7 +359,7 @@ class Coordinator:
             self._answer()
             if self.fabric is None:
                 return
-            bound = min((lb for lb, s in zip(self.lb, self.state) if s == "run"), default=math.inf)
+            bound = self._bound()
             next_start = min((p[0] for p in self.pending), default=math.inf)
             limit = min(bound, next_start)
             if self._simulate_before(limit):
