@@ -157,3 +157,51 @@ def test_real_ranks_give_the_model_scenarios_incast_exactly(transport, rto_min):
     round_s, summary = incast_on_ranks(8, 256 * 1024, "1Gbit/s", "50us", spec)   # 2 links x 25 us, as the model
     assert round_s == model.rounds[0]
     assert summary["timeouts"] == model.summary()["timeouts"]
+
+
+def _counters(doc, pid):
+    """{track: [(ts_us, value), ...]} of the Chrome counter events of process `pid`."""
+    out = {}
+    for ev in doc["traceEvents"]:
+        if ev["ph"] == "C" and ev["pid"] == pid:
+            (value,) = ev["args"].values()
+            out.setdefault(ev["name"], []).append((ev["ts"], value))
+    return out
+
+
+def test_the_trace_of_a_fabric_run_carries_its_queues_drops_windows_and_timeouts(tmp_path):
+    import json
+    from netlab.analysis_export import load
+    net = netlab.network("1Gbit/s", "20us", congestion=Congestion("reno", buffer="32K", rto_min="1ms"))
+    res = netlab.run(_incast, 128 * 1024, ranks=9, network=net)
+    path = res.trace.save(str(tmp_path / "incast.json"))
+    doc = json.load(open(path))
+    assert {"ph": "M", "name": "process_name", "pid": 9, "args": {"name": "fabric"}} in doc["traceEvents"]
+    tracks = _counters(doc, 9)
+    queue = [v for _, v in tracks["switch->rank0 queue"]]
+    assert 32 * 1024 - 1500 < max(queue) <= 32 * 1024                  # a dropping drop-tail queue was full
+    assert sum(v[-1][1] for k, v in tracks.items() if k.endswith(" drops")) == res.fabric["drops"] > 0
+    assert sum(v[-1][1] for k, v in tracks.items() if k.endswith(" retransmissions")) == res.fabric["retransmissions"]
+    assert sum(v[-1][1] for k, v in tracks.items() if k.endswith(" timeouts")) == res.fabric["timeouts"] > 0
+    assert {f"window {r}->0" for r in range(1, 9)} <= set(tracks)
+    assert all(ts <= res.values[0] * 1e6 + 1e-6 for ts, _ in tracks["switch->rank0 queue"])
+    # the ranks' events are unchanged: loading the file gives back the run's trace
+    back = load(path)
+    key = lambda e: (e.rank, e.kind, e.peer, e.bytes)  # noqa: E731
+    got, want = sorted(back.events, key=key), sorted(res.trace.events, key=key)
+    assert [key(e) for e in got] == [key(e) for e in want]
+    assert [x for e in got for x in (e.start, e.end)] == pytest.approx([x for e in want for x in (e.start, e.end)], rel=1e-9, abs=1e-12)
+
+
+def test_the_trace_of_a_lossless_run_carries_its_pauses(tmp_path):
+    import json
+    net = netlab.network("1Gbit/s", "20us", congestion=Congestion("dcqcn", buffer="256K", pfc=PFC(64 * 1024)))
+    res = netlab.run(_incast, 256 * 1024, ranks=8, network=net)
+    tracks = _counters(json.load(open(res.trace.save(str(tmp_path / "pfc.json")))), 8)
+    paused = 0.0                                                      # the time some priority was paused
+    for name, series in tracks.items():
+        if name.endswith(" paused"):
+            for (t0, n), (t1, _) in zip(series, series[1:] + [(res.values[0] * 1e6, 0)]):
+                paused += (t1 - t0) / 1e6 if n else 0.0
+    assert paused == pytest.approx(res.fabric["pause_s"], rel=1e-9) and paused > 0
+    assert not any(name.endswith(" drops") for name in tracks)

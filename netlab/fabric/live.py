@@ -417,6 +417,54 @@ class Coordinator:
                 "flows": len(self.flows), "events": self.fabric.events}
 
 
+    def tracks(self) -> list[dict]:
+        """What the fabric recorded over time, as counter tracks for the trace (``Trace.counters``).
+
+        Per port that ever queued, dropped, marked or paused: its queue in bytes, cumulative drops and
+        ECN marks, priorities paused. Per sender -> receiver pair: the window (packets; DCQCN: rate in
+        bytes/s) of its messages one after another. Per sending rank: cumulative retransmissions and
+        timeouts. Each track: name, unit, times (s), values. Lists are shared, not copied."""
+        if self.fabric is None:
+            return []
+        out = []
+
+        def steps(times):
+            return sorted(times), list(range(1, len(times) + 1))
+
+        for port in self.fabric.ports.values():
+            if max(port.q_bytes) > 0:
+                out.append({"track": f"{port.name} queue", "unit": "bytes", "t": port.q_t, "v": port.q_bytes})
+            for what, times in (("drops", port.drop_t), ("ECN marks", port.mark_t)):
+                if times:
+                    out.append({"track": f"{port.name} {what}", "unit": what.split()[-1], "t": times,
+                                "v": list(range(1, len(times) + 1))})
+            if port.pauses:
+                out.append({"track": f"{port.name} paused", "unit": "priorities", "t": port.pause_t,
+                            "v": port.pause_n})
+        pairs, ranks = {}, {}
+        for flow in self.flows:
+            sender = flow.sender
+            if sender is None:
+                continue
+            src, dst = flow.name.split("#")[0].split("->")
+            pairs.setdefault((int(src), int(dst)), []).append(sender)
+            ranks.setdefault(int(src), []).append(sender)
+        from .transport import TRANSPORTS
+        unit = "bytes/s" if TRANSPORTS[self.spec.transport].rate_based else "packets"
+        for (src, dst), senders in sorted(pairs.items()):
+            t = [x for s in senders for x in s.w_t]
+            if t:
+                out.append({"track": f"window {src}->{dst}", "unit": unit, "t": t,
+                            "v": [x for s in senders for x in s.w]})
+        for src, senders in sorted(ranks.items()):
+            for what, attr in (("retransmissions", "retx_t"), ("timeouts", "timeout_t")):
+                times = [x for s in senders for x in getattr(s, attr)]
+                if times:
+                    t, v = steps(times)
+                    out.append({"track": f"rank {src} {what}", "unit": what, "t": t, "v": v})
+        return out
+
+
 # ---- the chapter's incast, on real ranks ---------------------------------------------------------
 def _push(comm, block: int):
     """Rank 0 is the server; every other rank pushes `block` bytes to it at once (one incast round)."""
