@@ -140,7 +140,8 @@ def test_an_asynchronous_parameter_server_is_refused_on_a_lossy_fabric():
 
 @pytest.mark.parametrize("kwargs, parameter", [
     ({"transport": "tcp-vegas"}, "transport"), ({"buffer": "-1K"}, "buffer"), ({"rto_min": "0s"}, "rto_min"),
-    ({"buffer": "100"}, "buffer"), ({"window": 10}, "window")])
+    ({"buffer": "100"}, "buffer"), ({"window": 10}, "window"), ({"background": 1.5}, "background"),
+    ({"background": 0.3, "background_to": -1}, "background_to"), ({"background_size": 0}, "background_size")])
 def test_bad_options_name_the_parameter(kwargs, parameter):
     with pytest.raises(ValueError, match=f"^{parameter}:"):
         Congestion(**kwargs)
@@ -205,3 +206,13 @@ def test_the_trace_of_a_lossless_run_carries_its_pauses(tmp_path):
                 paused += (t1 - t0) / 1e6 if n else 0.0
     assert paused == pytest.approx(res.fabric["pause_s"], rel=1e-9) and paused > 0
     assert not any(name.endswith(" drops") for name in tracks)
+
+
+def test_another_jobs_traffic_slows_a_push_the_same_way_every_time():
+    """Seeded Poisson flows into the receiver's port: a slower round than alone, identical on a rerun."""
+    alone = netlab.network("1Gbit/s", "20us", congestion=Congestion("reno", buffer="64K"))
+    shared = netlab.network("1Gbit/s", "20us", congestion=Congestion("reno", buffer="64K", background=0.5))
+    quiet = netlab.run(_incast, 256 * 1024, ranks=3, network=alone)
+    first, again = (netlab.run(_incast, 256 * 1024, ranks=3, network=shared) for _ in range(2))
+    assert first.values == again.values and first.fabric == again.fabric
+    assert first.values[0] > quiet.values[0] >= 2 * 256 * 1024 / (1e9 / 8)

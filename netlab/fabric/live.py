@@ -54,6 +54,9 @@ class Congestion:
     ecn:       ``netlab.fabric.ECN`` marking thresholds; pfc: ``netlab.fabric.PFC``.
     rto_min:   the TCP retransmission timeout's floor (Linux: 200 ms).
     window:    bytes a TCP receiver advertises (caps a window); None: unlimited.
+    background: load (0 to 0.95 of the line rate) of another job's traffic into rank
+               ``background_to``'s switch port: Poisson arrivals of ``background_size``-byte flows
+               from one more host, with this transport, seeded by ``seed`` (as ``scenarios.incast``).
     """
     transport: str = "ideal"
     buffer: float | None = None
@@ -62,6 +65,9 @@ class Congestion:
     rto_min: float = 0.2
     window: float | None = 64 * 1024
     seed: int = 0
+    background: float = 0.0
+    background_to: int = 0
+    background_size: int = 64 * 1024
     address: str = ""           # set by the launcher for one run
     authkey: bytes = b""
 
@@ -78,11 +84,17 @@ class Congestion:
             raise ValueError(f"rto_min: must be greater than zero, got {self.rto_min!r}")
         if self.window is not None and not self.window >= 1500:
             raise ValueError(f"window: must be at least one 1500-byte packet, got {self.window!r}")
+        from .. import validate
+        object.__setattr__(self, "background", validate.number(self.background, "background", 0, 0.95))
+        validate.whole(self.background_to, "background_to", 0, None, int_only=True)
+        validate.whole(self.background_size, "background_size", 1, 1 << 30, int_only=True)
+        validate.seed(self.seed)
 
     @property
     def ports_only(self) -> bool:
-        """True when this is today's model: an ideal sender, unlimited buffers, no ECN or PFC."""
-        return self.transport == "ideal" and self.buffer is None and self.ecn is None and self.pfc is None
+        """True when this is today's model: an ideal sender, unlimited buffers, no ECN, PFC or other job."""
+        return (self.transport == "ideal" and self.buffer is None and self.ecn is None and self.pfc is None
+                and not self.background)
 
     def describe(self) -> str:
         if self.ports_only:
@@ -94,6 +106,8 @@ class Congestion:
             parts.append(f"PFC Xoff {self.pfc.xoff:,.0f} B")
         if self.transport in ("reno", "cubic", "dctcp"):
             parts.append(f"RTOmin {self.rto_min * 1e3:g} ms")
+        if self.background:
+            parts.append(f"another job at {self.background:.0%} load into rank {self.background_to}")
         return ", ".join(parts)
 
 
@@ -189,6 +203,29 @@ class Coordinator:
             if self.spec.pfc is not None:
                 self.spec.pfc.check(self.spec.buffer, link.bandwidth, hop)
             self.flows = []
+            if self.spec.background:
+                self._background(link, hop)
+
+    def _background(self, link, hop) -> None:
+        """Another job's seeded Poisson flows into one rank's port, for as long as any rank runs."""
+        import random
+
+        from . import transport as tp
+        from .engine import Flow
+        spec, fab = self.spec, self.fabric
+        if spec.background_to >= self.ranks:
+            raise ValueError(f"background_to: rank {spec.background_to} of {self.ranks}")
+        nic = fab.port("other-job.nic", link.bandwidth, hop)
+        rng, gap = random.Random(spec.seed), spec.background_size / (spec.background * link.bandwidth)
+        options = {} if spec.window is None or tp.TRANSPORTS[spec.transport].rate_based else {"max_window": spec.window}
+
+        def arrival(_=None):
+            if all(s == "done" for s in self.state):
+                return
+            flow = Flow(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]], spec.background_size, fab.now)
+            fab.add_flow(flow, tp.make(spec.transport, flow, spec.rto_min, **options))
+            fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
+        fab.schedule(rng.expovariate(1 / gap), arrival)
 
     # -- serving ---------------------------------------------------------------------------------
     def start(self) -> "Coordinator":
@@ -357,7 +394,7 @@ class Coordinator:
         """Answer what can be answered, simulating the fabric only as far as no rank can still send."""
         while True:
             self._answer()
-            if self.fabric is None:
+            if self.fabric is None or all(s == "done" for s in self.state):
                 return
             bound = self._bound()
             next_start = min((p[0] for p in self.pending), default=math.inf)
