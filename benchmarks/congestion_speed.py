@@ -49,7 +49,11 @@ def panel_changes():
 
 
 def real_steps():
+    import netlab
     from netlab.fabric.steps import step_jitter
+    t0 = time.perf_counter()
+    netlab.run(lambda comm: comm.rank, ranks=3)                 # the rank pool starts once per kernel
+    print(f"{'rank pool start (3 ranks), once per kernel':58s} {time.perf_counter() - t0:6.3f} s")
     for name in ("ideal", "reno", "dctcp", "dcqcn"):
         t0 = time.perf_counter()
         r = step_jitter(transports=(name,))[name]

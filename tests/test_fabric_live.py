@@ -96,10 +96,12 @@ def test_the_parameter_server_on_the_ideal_fabric_gives_exactly_todays_times():
         plain = run_ps(**kw)
         with netlab.congestion(Congestion()):
             ideal = run_ps(**kw)
-        assert (ideal.step_s, ideal.comm_s) == (plain.step_s, plain.comm_s) and ideal.setup["fabric"]["model"] == "ports"
+        assert (ideal.step_s, ideal.comm_s) == (plain.step_s, plain.comm_s)
+        assert ideal.setup["fabric"]["model"] == "ports"
         # every receive and compute phase at the same times (the fabric records only the sends a rank
         # waited for: the servers' answers are sent and never waited on)
-        kept = lambda tr: sorted((e.rank, e.kind, e.peer, e.start, e.end) for e in tr.events if e.kind != "send")  # noqa: E731
+        kept = lambda tr: sorted((e.rank, e.kind, e.peer, e.start, e.end)  # noqa: E731
+                                 for e in tr.events if e.kind != "send")
         assert kept(plain.trace) == kept(ideal.trace) and len(kept(plain.trace)) > 20
 
 
@@ -191,7 +193,8 @@ def test_the_trace_of_a_fabric_run_carries_its_queues_drops_windows_and_timeouts
     key = lambda e: (e.rank, e.kind, e.peer, e.bytes)  # noqa: E731
     got, want = sorted(back.events, key=key), sorted(res.trace.events, key=key)
     assert [key(e) for e in got] == [key(e) for e in want]
-    assert [x for e in got for x in (e.start, e.end)] == pytest.approx([x for e in want for x in (e.start, e.end)], rel=1e-9, abs=1e-12)
+    times = lambda events: [x for e in events for x in (e.start, e.end)]  # noqa: E731
+    assert times(got) == pytest.approx(times(want), rel=1e-9, abs=1e-12)
 
 
 def test_the_trace_of_a_lossless_run_carries_its_pauses(tmp_path):
@@ -216,3 +219,11 @@ def test_another_jobs_traffic_slows_a_push_the_same_way_every_time():
     first, again = (netlab.run(_incast, 256 * 1024, ranks=3, network=shared) for _ in range(2))
     assert first.values == again.values and first.fabric == again.fabric
     assert first.values[0] > quiet.values[0] >= 2 * 256 * 1024 / (1e9 / 8)
+
+
+@pytest.mark.parametrize("kwargs, parameter", [({"transports": ("vegas",)}, "transports"), ({"steps": 1}, "steps"),
+                                               ({"buffer": "-1K"}, "buffer"), ({"background": 2}, "background")])
+def test_step_jitter_names_a_bad_parameter(kwargs, parameter):
+    from netlab.fabric.steps import step_jitter
+    with pytest.raises(ValueError, match=f"^{parameter}:"):
+        step_jitter(**kwargs)

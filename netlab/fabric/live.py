@@ -222,7 +222,8 @@ class Coordinator:
         def arrival(_=None):
             if all(s == "done" for s in self.state):
                 return
-            flow = Flow(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]], spec.background_size, fab.now)
+            flow = Flow(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]], spec.background_size,
+                        fab.now)
             fab.add_flow(flow, tp.make(spec.transport, flow, spec.rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)
