@@ -88,16 +88,62 @@ def test_a_lossy_incast_is_deterministic_and_pays_for_its_drops():
     assert first.values[0] > 8 * 128 * 1024 / (1e9 / 8)                      # slower than the wire allows
 
 
-def test_the_parameter_server_is_refused_with_a_clear_error():
+def test_the_parameter_server_on_the_ideal_fabric_gives_exactly_todays_times():
+    """run_ps waits for data outside comm.wait (Request.arrive): under Congestion() it is today's port model."""
+    from netlab.ps import run_ps
+    for mode in ("bsp", "asp"):
+        kw = dict(workers=3, servers=2, steps=2, width=32, mode=mode)
+        plain = run_ps(**kw)
+        with netlab.congestion(Congestion()):
+            ideal = run_ps(**kw)
+        assert (ideal.step_s, ideal.comm_s) == (plain.step_s, plain.comm_s)
+        assert ideal.setup["fabric"]["model"] == "ports"
+        # every receive and compute phase at the same times (the fabric records only the sends a rank
+        # waited for: the servers' answers are sent and never waited on)
+        kept = lambda tr: sorted((e.rank, e.kind, e.peer, e.start, e.end)  # noqa: E731
+                                 for e in tr.events if e.kind != "send")
+        assert kept(plain.trace) == kept(ideal.trace) and len(kept(plain.trace)) > 20
+
+
+def test_a_sync_parameter_server_push_collapses_on_a_200ms_rto_and_not_on_a_200us_one():
+    """8 workers push 104 KB each into one server port with a 32 KB buffer (Reno): the incast of chapter 6."""
+    from netlab.ps import run_ps
+    kw = dict(workers=8, servers=1, steps=1, width=128, partition_bytes=0, bandwidth="1Gbit/s", latency="20us")
+    ideal = run_ps(**kw)
+    runs = {}
+    for rto in (0.2, 200e-6):
+        with netlab.congestion(Congestion("reno", buffer="32K", rto_min=rto)):
+            runs[rto] = [run_ps(**kw) for _ in range(2 if rto == 0.2 else 1)]
+    slow, again = runs[0.2]
+    assert (slow.step_s, slow.comm_s, slow.setup["fabric"]) == (again.step_s, again.comm_s, again.setup["fabric"])
+    assert slow.setup["fabric"]["timeouts"] > 0
+    assert slow.comm_s > ideal.comm_s + 0.9 * 0.2
+    fast = runs[200e-6][0]
+    assert fast.comm_s < ideal.comm_s + 0.9 * 0.2 and fast.comm_s < slow.comm_s / 10
+    assert fast.comm_s > ideal.comm_s                                 # drops still cost something
+
+
+def test_a_multi_server_parameter_server_runs_on_a_lossy_fabric():
+    """Two servers, several chunks per worker: each server blocks on data while workers wait on the other."""
+    from netlab.ps import run_ps
+    with netlab.congestion(Congestion("reno", buffer="16K", rto_min="1ms")):
+        res = run_ps(workers=3, servers=2, steps=2, width=128, bandwidth="1Gbit/s", latency="20us")
+    assert res.setup["fabric"]["drops"] > 0 and res.setup["chunks"] > 2
+    assert res.step_s > run_ps(workers=3, servers=2, steps=2, width=128, bandwidth="1Gbit/s", latency="20us").step_s
+
+
+def test_an_asynchronous_parameter_server_is_refused_on_a_lossy_fabric():
+    """ASP answers a fast worker after seeing a slower worker's later push: not timeable conservatively."""
+    from netlab.ps import run_ps
     with netlab.congestion(Congestion("reno", buffer="64K")):
-        with pytest.raises(netlab.RankError, match="congestion fabric cannot time"):
-            from netlab.ps import run_ps
-            run_ps(workers=2, servers=1, steps=1)
+        with pytest.raises(netlab.RankError, match="cannot go back in time.*mode='bsp'"):
+            run_ps(workers=3, servers=2, steps=3, width=32, mode="asp")
 
 
 @pytest.mark.parametrize("kwargs, parameter", [
     ({"transport": "tcp-vegas"}, "transport"), ({"buffer": "-1K"}, "buffer"), ({"rto_min": "0s"}, "rto_min"),
-    ({"buffer": "100"}, "buffer"), ({"window": 10}, "window")])
+    ({"buffer": "100"}, "buffer"), ({"window": 10}, "window"), ({"background": 1.5}, "background"),
+    ({"background": 0.3, "background_to": -1}, "background_to"), ({"background_size": 0}, "background_size")])
 def test_bad_options_name_the_parameter(kwargs, parameter):
     with pytest.raises(ValueError, match=f"^{parameter}:"):
         Congestion(**kwargs)
@@ -114,3 +160,70 @@ def test_real_ranks_give_the_model_scenarios_incast_exactly(transport, rto_min):
     round_s, summary = incast_on_ranks(8, 256 * 1024, "1Gbit/s", "50us", spec)   # 2 links x 25 us, as the model
     assert round_s == model.rounds[0]
     assert summary["timeouts"] == model.summary()["timeouts"]
+
+
+def _counters(doc, pid):
+    """{track: [(ts_us, value), ...]} of the Chrome counter events of process `pid`."""
+    out = {}
+    for ev in doc["traceEvents"]:
+        if ev["ph"] == "C" and ev["pid"] == pid:
+            (value,) = ev["args"].values()
+            out.setdefault(ev["name"], []).append((ev["ts"], value))
+    return out
+
+
+def test_the_trace_of_a_fabric_run_carries_its_queues_drops_windows_and_timeouts(tmp_path):
+    import json
+    from netlab.analysis_export import load
+    net = netlab.network("1Gbit/s", "20us", congestion=Congestion("reno", buffer="32K", rto_min="1ms"))
+    res = netlab.run(_incast, 128 * 1024, ranks=9, network=net)
+    path = res.trace.save(str(tmp_path / "incast.json"))
+    doc = json.load(open(path))
+    assert {"ph": "M", "name": "process_name", "pid": 9, "args": {"name": "fabric"}} in doc["traceEvents"]
+    tracks = _counters(doc, 9)
+    queue = [v for _, v in tracks["switch->rank0 queue"]]
+    assert 32 * 1024 - 1500 < max(queue) <= 32 * 1024                  # a dropping drop-tail queue was full
+    assert sum(v[-1][1] for k, v in tracks.items() if k.endswith(" drops")) == res.fabric["drops"] > 0
+    assert sum(v[-1][1] for k, v in tracks.items() if k.endswith(" retransmissions")) == res.fabric["retransmissions"]
+    assert sum(v[-1][1] for k, v in tracks.items() if k.endswith(" timeouts")) == res.fabric["timeouts"] > 0
+    assert {f"window {r}->0" for r in range(1, 9)} <= set(tracks)
+    assert all(ts <= res.values[0] * 1e6 + 1e-6 for ts, _ in tracks["switch->rank0 queue"])
+    # the ranks' events are unchanged: loading the file gives back the run's trace
+    back = load(path)
+    key = lambda e: (e.rank, e.kind, e.peer, e.bytes)  # noqa: E731
+    got, want = sorted(back.events, key=key), sorted(res.trace.events, key=key)
+    assert [key(e) for e in got] == [key(e) for e in want]
+    times = lambda events: [x for e in events for x in (e.start, e.end)]  # noqa: E731
+    assert times(got) == pytest.approx(times(want), rel=1e-9, abs=1e-12)
+
+
+def test_the_trace_of_a_lossless_run_carries_its_pauses(tmp_path):
+    import json
+    net = netlab.network("1Gbit/s", "20us", congestion=Congestion("dcqcn", buffer="256K", pfc=PFC(64 * 1024)))
+    res = netlab.run(_incast, 256 * 1024, ranks=8, network=net)
+    tracks = _counters(json.load(open(res.trace.save(str(tmp_path / "pfc.json")))), 8)
+    paused = 0.0                                                      # the time some priority was paused
+    for name, series in tracks.items():
+        if name.endswith(" paused"):
+            for (t0, n), (t1, _) in zip(series, series[1:] + [(res.values[0] * 1e6, 0)]):
+                paused += (t1 - t0) / 1e6 if n else 0.0
+    assert paused == pytest.approx(res.fabric["pause_s"], rel=1e-9) and paused > 0
+    assert not any(name.endswith(" drops") for name in tracks)
+
+
+def test_another_jobs_traffic_slows_a_push_the_same_way_every_time():
+    """Seeded Poisson flows into the receiver's port: a slower round than alone, identical on a rerun."""
+    alone = netlab.network("1Gbit/s", "20us", congestion=Congestion("reno", buffer="64K"))
+    shared = netlab.network("1Gbit/s", "20us", congestion=Congestion("reno", buffer="64K", background=0.5))
+    quiet = netlab.run(_incast, 256 * 1024, ranks=3, network=alone)
+    first, again = (netlab.run(_incast, 256 * 1024, ranks=3, network=shared) for _ in range(2))
+    assert first.values == again.values and first.fabric == again.fabric
+    assert first.values[0] > quiet.values[0] >= 2 * 256 * 1024 / (1e9 / 8)
+
+
+@pytest.mark.parametrize("kwargs, parameter", [({"transports": ("vegas",)}, "transports"), ({"steps": 1}, "steps"),
+                                               ({"buffer": "-1K"}, "buffer"), ({"background": 2}, "background")])
+def test_step_jitter_names_a_bad_parameter(kwargs, parameter):
+    from netlab.fabric.steps import step_jitter
+    with pytest.raises(ValueError, match=f"^{parameter}:"):
+        step_jitter(**kwargs)

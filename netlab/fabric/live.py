@@ -17,8 +17,10 @@ that every rank reports to over a private Unix socket:
     clock or later, so the fabric only processes events strictly earlier than the smallest such
     clock. Flows are injected in a canonical order (start, src, dst, seq), so the answer is the
     same whichever rank's report reaches the coordinator first: deterministic on any machine.
-A program that waits for data outside ``comm.wait`` (the parameter server's arrival-order logic
-uses ``Request.arrive``) cannot be timed this way, and is refused with a clear error.
+  * a rank about to block on data outside ``comm.wait`` (the parameter server's ``Request.arrive``)
+    reports it; it is bounded by that message's start (it promises to send nothing earlier) or, while
+    the message is unsent, by its sender's bound. A send that breaks the promise (an asynchronous
+    parameter server's answer after a later push) is refused with a clear error (docs/fabric.md).
 
 The ideal transport with unlimited buffers and no ECN/PFC is today's port model (each NIC port
 serves messages in the order its program posts them, alpha + n/B each): the coordinator books the
@@ -52,6 +54,9 @@ class Congestion:
     ecn:       ``netlab.fabric.ECN`` marking thresholds; pfc: ``netlab.fabric.PFC``.
     rto_min:   the TCP retransmission timeout's floor (Linux: 200 ms).
     window:    bytes a TCP receiver advertises (caps a window); None: unlimited.
+    background: load (0 to 0.95 of the line rate) of another job's traffic into rank
+               ``background_to``'s switch port: Poisson arrivals of ``background_size``-byte flows
+               from one more host, with this transport, seeded by ``seed`` (as ``scenarios.incast``).
     """
     transport: str = "ideal"
     buffer: float | None = None
@@ -60,6 +65,9 @@ class Congestion:
     rto_min: float = 0.2
     window: float | None = 64 * 1024
     seed: int = 0
+    background: float = 0.0
+    background_to: int = 0
+    background_size: int = 64 * 1024
     address: str = ""           # set by the launcher for one run
     authkey: bytes = b""
 
@@ -76,11 +84,17 @@ class Congestion:
             raise ValueError(f"rto_min: must be greater than zero, got {self.rto_min!r}")
         if self.window is not None and not self.window >= 1500:
             raise ValueError(f"window: must be at least one 1500-byte packet, got {self.window!r}")
+        from .. import validate
+        object.__setattr__(self, "background", validate.number(self.background, "background", 0, 0.95))
+        validate.whole(self.background_to, "background_to", 0, None, int_only=True)
+        validate.whole(self.background_size, "background_size", 1, 1 << 30, int_only=True)
+        validate.seed(self.seed)
 
     @property
     def ports_only(self) -> bool:
-        """True when this is today's model: an ideal sender, unlimited buffers, no ECN or PFC."""
-        return self.transport == "ideal" and self.buffer is None and self.ecn is None and self.pfc is None
+        """True when this is today's model: an ideal sender, unlimited buffers, no ECN, PFC or other job."""
+        return (self.transport == "ideal" and self.buffer is None and self.ecn is None and self.pfc is None
+                and not self.background)
 
     def describe(self) -> str:
         if self.ports_only:
@@ -92,6 +106,8 @@ class Congestion:
             parts.append(f"PFC Xoff {self.pfc.xoff:,.0f} B")
         if self.transport in ("reno", "cubic", "dctcp"):
             parts.append(f"RTOmin {self.rto_min * 1e3:g} ms")
+        if self.background:
+            parts.append(f"another job at {self.background:.0%} load into rank {self.background_to}")
         return ", ".join(parts)
 
 
@@ -108,6 +124,10 @@ class FabricClient:
 
     def post_wait(self, kind: str, peer: int, seq: int, clock: float) -> None:
         self.conn.send(("wait", kind, peer, seq, clock))
+
+    def blocked_on_data(self, peer: int, seq: int, clock: float) -> None:
+        """About to block until message `seq` from `peer` has moved, outside ``comm.wait`` (no answer comes)."""
+        self.conn.send(("data", peer, seq, clock))
 
     def answer(self) -> tuple[float, float]:
         """(begin, end) of the message waited for, in virtual seconds."""
@@ -158,8 +178,10 @@ class Coordinator:
     def _reset(self) -> None:
         n = self.ranks
         self.lb = [0.0] * n                          # a lower bound on each running rank's next send time
-        self.state = ["run"] * n                     # run | blocked | done
+        self.state = ["run"] * n                     # run | blocked | data | done
         self.waiting: list = [None] * n              # (kind, key) a blocked rank waits for
+        self.data: list = [None] * n                 # (src, dst, seq) a rank blocked on data waits for, unsent
+        self.promise = [0.0] * n                     # no send earlier than this: data it has already seen
         self.messages: dict[tuple, _Message] = {}    # (src, dst, seq) -> message
         self.pending: list[tuple] = []               # packet mode: sends not yet injected
         self.epoch = [0] * n
@@ -181,6 +203,30 @@ class Coordinator:
             if self.spec.pfc is not None:
                 self.spec.pfc.check(self.spec.buffer, link.bandwidth, hop)
             self.flows = []
+            if self.spec.background:
+                self._background(link, hop)
+
+    def _background(self, link, hop) -> None:
+        """Another job's seeded Poisson flows into one rank's port, for as long as any rank runs."""
+        import random
+
+        from . import transport as tp
+        from .engine import Flow
+        spec, fab = self.spec, self.fabric
+        if spec.background_to >= self.ranks:
+            raise ValueError(f"background_to: rank {spec.background_to} of {self.ranks}")
+        nic = fab.port("other-job.nic", link.bandwidth, hop)
+        rng, gap = random.Random(spec.seed), spec.background_size / (spec.background * link.bandwidth)
+        options = {} if spec.window is None or tp.TRANSPORTS[spec.transport].rate_based else {"max_window": spec.window}
+
+        def arrival(_=None):
+            if all(s == "done" for s in self.state):
+                return
+            flow = Flow(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]], spec.background_size,
+                        fab.now)
+            fab.add_flow(flow, tp.make(spec.transport, flow, spec.rto_min, **options))
+            fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
+        fab.schedule(rng.expovariate(1 / gap), arrival)
 
     # -- serving ---------------------------------------------------------------------------------
     def start(self) -> "Coordinator":
@@ -217,7 +263,8 @@ class Coordinator:
             self.conns = conns
             by_conn = {c: r for r, c in conns.items()}
             while not self._stop.is_set() and any(s != "done" for s in self.state):
-                for conn in wait(list(conns.values()), timeout=0.2):
+                got = wait(list(conns.values()), timeout=0.2)
+                for conn in got:
                     try:
                         message = conn.recv()
                     except (EOFError, OSError):
@@ -256,6 +303,12 @@ class Coordinator:
             self.state[rank], self.lb[rank] = "done", math.inf
         elif kind == "send":
             _, dst, seq, start, nbytes = message
+            if self.fabric is not None and start < self.promise[rank]:
+                raise RuntimeError(
+                    f"network: rank {rank} sent at t={start:.9g}s after waiting outside comm.wait for data sent at "
+                    f"t={self.promise[rank]:.9g}s; the congestion fabric times a program conservatively and cannot "
+                    f"go back in time (an asynchronous parameter server answers a fast worker after seeing a later "
+                    f"push): run it with mode='bsp', or without congestion=")
             self.lb[rank] = max(self.lb[rank], start)
             msg = self.messages[(rank, dst, seq)] = _Message(start, nbytes)
             if self.fabric is None:                                       # today's model: the sender's port
@@ -264,11 +317,51 @@ class Coordinator:
                 msg.end = msg.begin + duration
             else:
                 self.pending.append((start, rank, dst, seq))
+                for r, key in enumerate(self.data):                      # ranks blocked on this message's data
+                    if key == (rank, dst, seq):
+                        self._seen(r, start)
+        elif kind == "data" and self.fabric is not None:                  # (the port model needs no bound)
+            _, peer, seq, clock = message
+            self.lb[rank] = max(self.lb[rank], clock)
+            msg = self.messages.get((peer, rank, seq))
+            if msg is not None:
+                self._seen(rank, msg.start)
+            else:
+                self.state[rank], self.data[rank] = "data", (peer, rank, seq)
         elif kind == "wait":
             _, what, peer, seq, clock = message
             self.lb[rank] = max(self.lb[rank], clock)
             key = (rank, peer, seq) if what == "send" else (peer, rank, seq)
             self.state[rank], self.waiting[rank] = "blocked", (what, key)
+
+    def _seen(self, rank: int, start: float) -> None:
+        """`rank` has (or is about to have) data sent at `start`: it may send again, but not earlier."""
+        self.promise[rank] = max(self.promise[rank], start)
+        self.lb[rank] = max(self.lb[rank], start)
+        if self.state[rank] == "data":
+            self.state[rank], self.data[rank] = "run", None
+
+    def _bound(self) -> float:
+        """The earliest virtual time at which any rank may still send.
+
+        A running rank: its last reported clock. A rank blocked on data not yet sent: it will not send
+        before that data's start, which is no earlier than its sender's own bound (a rank blocked in
+        ``comm.wait`` has none until its message completes). A cycle of ranks blocked on data: none."""
+        memo: dict[int, float] = {}
+
+        def of(r: int, seen: frozenset) -> float:
+            if r in memo:
+                return memo[r]
+            s = self.state[r]
+            if s == "run":
+                b = self.lb[r]
+            elif s == "data" and r not in seen:
+                b = max(self.lb[r], of(self.data[r][0], seen | {r}))
+            else:
+                b = math.inf
+            memo[r] = b
+            return b
+        return min((of(r, frozenset()) for r in range(self.ranks)), default=math.inf)
 
     def _answer(self) -> bool:
         """Reply to every blocked rank whose message is timed; True if any was."""
@@ -302,9 +395,9 @@ class Coordinator:
         """Answer what can be answered, simulating the fabric only as far as no rank can still send."""
         while True:
             self._answer()
-            if self.fabric is None:
+            if self.fabric is None or all(s == "done" for s in self.state):
                 return
-            bound = min((lb for lb, s in zip(self.lb, self.state) if s == "run"), default=math.inf)
+            bound = self._bound()
             next_start = min((p[0] for p in self.pending), default=math.inf)
             limit = min(bound, next_start)
             if self._simulate_before(limit):
@@ -360,6 +453,54 @@ class Coordinator:
                 "timeouts": sum(s.timeouts for s in senders),
                 "retransmissions": sum(s.retransmissions for s in senders),
                 "flows": len(self.flows), "events": self.fabric.events}
+
+
+    def tracks(self) -> list[dict]:
+        """What the fabric recorded over time, as counter tracks for the trace (``Trace.counters``).
+
+        Per port that ever queued, dropped, marked or paused: its queue in bytes, cumulative drops and
+        ECN marks, priorities paused. Per sender -> receiver pair: the window (packets; DCQCN: rate in
+        bytes/s) of its messages one after another. Per sending rank: cumulative retransmissions and
+        timeouts. Each track: name, unit, times (s), values. Lists are shared, not copied."""
+        if self.fabric is None:
+            return []
+        out = []
+
+        def steps(times):
+            return sorted(times), list(range(1, len(times) + 1))
+
+        for port in self.fabric.ports.values():
+            if max(port.q_bytes) > 0:
+                out.append({"track": f"{port.name} queue", "unit": "bytes", "t": port.q_t, "v": port.q_bytes})
+            for what, times in (("drops", port.drop_t), ("ECN marks", port.mark_t)):
+                if times:
+                    out.append({"track": f"{port.name} {what}", "unit": what.split()[-1], "t": times,
+                                "v": list(range(1, len(times) + 1))})
+            if port.pauses:
+                out.append({"track": f"{port.name} paused", "unit": "priorities", "t": port.pause_t,
+                            "v": port.pause_n})
+        pairs, ranks = {}, {}
+        for flow in self.flows:
+            sender = flow.sender
+            if sender is None:
+                continue
+            src, dst = flow.name.split("#")[0].split("->")
+            pairs.setdefault((int(src), int(dst)), []).append(sender)
+            ranks.setdefault(int(src), []).append(sender)
+        from .transport import TRANSPORTS
+        unit = "bytes/s" if TRANSPORTS[self.spec.transport].rate_based else "packets"
+        for (src, dst), senders in sorted(pairs.items()):
+            t = [x for s in senders for x in s.w_t]
+            if t:
+                out.append({"track": f"window {src}->{dst}", "unit": unit, "t": t,
+                            "v": [x for s in senders for x in s.w]})
+        for src, senders in sorted(ranks.items()):
+            for what, attr in (("retransmissions", "retx_t"), ("timeouts", "timeout_t")):
+                times = [x for s in senders for x in getattr(s, attr)]
+                if times:
+                    t, v = steps(times)
+                    out.append({"track": f"rank {src} {what}", "unit": what, "t": t, "v": v})
+        return out
 
 
 # ---- the chapter's incast, on real ranks ---------------------------------------------------------

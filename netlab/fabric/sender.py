@@ -36,6 +36,7 @@ class Sender:
         self._timer_at = math.inf
         self.finished = False
         self.retransmissions = self.timeouts = 0
+        self.retx_t, self.timeout_t = [], []     # when each retransmission and each timeout happened
         self.sacked = set()                  # packets above snd_una the receiver has (SACK)
         self.sack_high = 0                   # one past the highest SACKed packet
         self.resent_at = {}                  # packet -> when it was last resent in this recovery
@@ -47,6 +48,7 @@ class Sender:
         flow = self.flow
         if seq < self.high:
             self.retransmissions += 1
+            self.retx_t.append(self.fabric.now)
         else:
             self.high = seq + 1
         pkt = Packet(flow, seq, flow.packet_size(seq), self.ect, flow.prio, self.fabric.now)
@@ -78,6 +80,7 @@ class Sender:
             fab.schedule(self.deadline, self._timer, None)
             return
         self.timeouts += 1
+        self.timeout_t.append(fab.now)
         self.backoff = min(self.backoff * 2, 64)
         self.next_seq = self.snd_una                 # go back to the first unacknowledged packet
         self.on_timeout()

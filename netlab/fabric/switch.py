@@ -145,6 +145,8 @@ class Port:
         self.pause_s = 0.0                   # seconds some priority of this port was paused
         self.tx_bytes = 0
         self.q_t, self.q_bytes = [0.0], [0]  # queue length over time (a step function)
+        self.drop_t, self.mark_t = [], []    # when each drop and each ECN mark happened
+        self.pause_t, self.pause_n = [0.0], [0]   # priorities paused over time (a step function)
         self.waiting = []                    # host NIC: senders waiting for room (TCP small queues)
 
     # ---- admission, marking, queueing
@@ -181,6 +183,7 @@ class Port:
             if p >= 1.0 or (p > 0.0 and fab.rng.random() < p):
                 pkt.ce = True
                 self.marks += 1
+                self.mark_t.append(fab.now)
         q = self.queues.get(pkt.prio)
         if q is None:
             q = self.queues[pkt.prio] = deque()
@@ -193,6 +196,7 @@ class Port:
 
     def _drop(self, pkt: Packet) -> None:
         self.drops += 1
+        self.drop_t.append(self.fabric.now)
         pkt.flow.drops += 1
 
     def _start(self) -> None:
@@ -240,11 +244,15 @@ class Port:
         if prio not in self.paused:
             self.paused[prio] = self.fabric.now
             self.pauses += 1
+            self.pause_t.append(self.fabric.now)
+            self.pause_n.append(len(self.paused))
 
     def resume(self, prio) -> None:
         began = self.paused.pop(prio, None)
         if began is not None:
             self.pause_s += self.fabric.now - began
+            self.pause_t.append(self.fabric.now)
+            self.pause_n.append(len(self.paused))
             if not self.busy:
                 self._start()
 

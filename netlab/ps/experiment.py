@@ -116,6 +116,8 @@ def run_ps(config: PSConfig | None = None, *, colocated=False, bandwidth="10Gbit
     res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=dev if emulate else None, timeout=timeout)
     where = ({"bandwidth_Bps": net.nic.bandwidth, "latency_s": net.nic.latency, "network": net.describe()}
              if emulate else {"network": "none (wall clock)"})
+    if res.fabric is not None:                         # a congestion fabric: its drops, marks, timeouts
+        where["fabric"] = res.fabric
     return summarize(cfg, res, {**where, "device": dev.name, "clock": "virtual" if emulate else "wall"})
 
 

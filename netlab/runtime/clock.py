@@ -188,6 +188,7 @@ class FabricClock(VirtualClock):
         from ..fabric.live import FabricClient
         self._fabric = FabricClient(network.congestion, rank)
         self._seq_out, self._seq_in = defaultdict(int), defaultdict(int)
+        self._leaving: list = []                     # sends timed by the fabric that gloo has yet to move
 
     def restart(self) -> None:
         super().restart()
@@ -199,29 +200,59 @@ class FabricClock(VirtualClock):
         if self._fabric is not None:
             self._fabric.close()
             self._fabric = None
+        _LEAVING.extend(self._leaving)               # still moving through gloo: kept alive, never waited for
+        self._leaving = []
+        _LEAVING[:] = [r for r in _LEAVING if not _moved(r)]
 
     def post_send(self, req, tensor):
+        """Report the send; its payload travels as a copy, so ``wait`` may return before gloo has moved it."""
         start = self.t
         seq = self._seq_out[req.peer]
         self._seq_out[req.peer] += 1
         self._fabric.send(req.peer, seq, start, req.nbytes)
-        req.start, req.seq, req.timed_by_fabric = start, seq, True
-        return _header(start, req.nbytes), tensor
+        req.start, req.seq = start, seq
+        if tensor is not None and req.nbytes <= PACK_BYTES:  # header and payload in one message
+            return _packed(start, req.nbytes, tensor), None
+        req.payload = tensor.clone() if tensor is not None else None
+        return _header(start, req.nbytes), req.payload
 
     def recv_buffers(self, req, tensor) -> list:
-        req.seq, req.timed_by_fabric = self._seq_in[req.peer], True
+        req.seq = self._seq_in[req.peer]
+        req.before_arrive = self._blocked_on_data
         self._seq_in[req.peer] += 1
-        req.header = torch.empty(2, dtype=torch.float64)
-        return [req.header] + ([tensor] if tensor is not None else [])
+        return super().recv_buffers(req, tensor)
+
+    def _blocked_on_data(self, req) -> None:
+        """A receive's data is awaited outside ``complete`` (``Request.arrive``): tell the fabric first.
+
+        From here on this rank promises to send nothing earlier than that message's start."""
+        self._fabric.blocked_on_data(req.peer, req.seq, self.t)
 
     def complete(self, req) -> None:
+        """A receive blocks on its data (reported first); a send only on the fabric's answer.
+
+        gloo completes a send only once its receiver has posted the receive, which a program may do
+        late (a parameter server posts one receive per worker at a time): blocking there would hold
+        this rank's clock, and with it the fabric, at a time the receiver waits to see passed."""
         self._fabric.post_wait(req.kind, req.peer, req.seq, self.t)   # before blocking on data
-        req._arrive()
         if req.kind == "recv":
+            req._arrive()
             _check_size(self.rank, req, int(req.header[1]))
+        else:
+            self._leaving = [r for r in self._leaving if not _moved(r)] + [req]
         begin, req.end = self._fabric.answer()
         self._record(req.kind, req.peer, req.nbytes, begin, req.end)
         self.t = max(self.t, req.end)
+
+
+_LEAVING: list = []          # fabric sends of finished runs that gloo has yet to move (kept alive)
+
+
+def _moved(req) -> bool:
+    """True once gloo has moved every part of a send (without blocking)."""
+    while req._moved < len(req.handles) and req.handles[req._moved].is_completed():
+        req._arrive(req._moved + 1)
+    return req._moved == len(req.handles)
 
 
 def clock_for(network, *, rank: int, record):

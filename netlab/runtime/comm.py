@@ -49,10 +49,9 @@ class Request:
         self._unpack = None                          # copies a packed payload into the caller's tensor
 
     def arrive(self, upto: int | None = None) -> None:
-        if getattr(self, "timed_by_fabric", False):
-            raise RuntimeError("network: this program waits for data outside comm.wait (as the parameter server's "
-                               "arrival-order logic does), which the congestion fabric cannot time; run it "
-                               "without congestion=")
+        before = getattr(self, "before_arrive", None)    # a congestion fabric: report the block first
+        if before is not None and self._moved < (len(self.handles) if upto is None else upto):
+            before(self)
         self._arrive(upto)
 
     def _arrive(self, upto: int | None = None) -> None:

@@ -200,6 +200,7 @@ class Cluster:
             if fabric.error is not None:
                 raise RuntimeError(f"the congestion fabric failed: {fabric.error!r}") from fabric.error
             result.fabric = fabric.summary()
+            result.trace.counters = fabric.tracks()
             return result
 
     def _check_alive(self) -> None:

@@ -3,12 +3,13 @@
 An event is (rank, kind, peer, bytes, start, end, label) with kind in send/recv/compute/region,
 times in seconds of the clock the run used (virtual or wall). Open the JSON written by
 ``Trace.save`` in https://ui.perfetto.dev or chrome://tracing: one process per rank, with rows for
-compute, sends, receives and named regions.
+compute, sends, receives and named regions; a run on a congestion fabric adds a process "fabric"
+with counter tracks (queues, drops, ECN marks, pauses, windows, retransmissions, timeouts).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .comm import Event
 
@@ -29,6 +30,7 @@ class Trace:
     events: list[Event]
     clocks: list[float]          # each rank's clock when its function returned
     virtual: bool
+    counters: list = field(default_factory=list)   # a congestion fabric's tracks: {track, unit, t, v}
 
     @classmethod
     def from_tuples(cls, per_rank_events, clocks, virtual) -> "Trace":
@@ -82,6 +84,12 @@ class Trace:
             out.append({"ph": "X", "name": name, "cat": e.kind, "pid": e.rank, "tid": _ROWS[e.kind],
                         "ts": e.start * 1e6, "dur": (e.end - e.start) * 1e6,
                         "args": {"peer": e.peer, "bytes": e.bytes, "label": e.label}})
+        if self.counters:                    # one more process: the fabric's queues, drops, windows
+            pid = self.world_size
+            out.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "fabric"}})
+            for c in self.counters:
+                out.extend({"ph": "C", "name": c["track"], "pid": pid, "ts": t * 1e6, "args": {c["unit"]: v}}
+                           for t, v in zip(c["t"], c["v"]))
         clock = "virtual" if self.virtual else "wall"
         return {"traceEvents": out, "displayTimeUnit": "ms",
                 "otherData": {"clock": clock, "world_size": self.world_size, "clocks": list(self.clocks)}}
