@@ -30,8 +30,9 @@ def test_export_marks_answers_and_tests(tmp_path):
 def _nbgrader():
     try:
         import nbgrader  # noqa: F401
-    except ImportError:
-        pytest.skip("nbgrader is not installed (pip install -e '.[grading]'; PyPI only)")
+    except ImportError as exc:
+        pytest.skip(f"nbgrader is not installed in this environment ({sys.executable}: {exc}); the dev extra "
+                    "installs it: pip install -e '.[dev]' (or '.[grading]')")
     return [sys.executable, "-m", "nbgrader"]
 
 
