@@ -5,7 +5,8 @@
     TOP=8 .venv/bin/python benchmarks/notebook_times.py labs/04_gradient_compression.ipynb
 
 Each chapter must run in under a minute at CI sizes on an idle 2-core machine; run this on an idle
-machine to check it (a loaded one measures the load).
+machine to check it (a loaded one measures the load). Beside each time: the machine's 1-minute load
+average when the chapter started and when it ended (on 2 cores, a load of 2 is a busy machine).
 """
 import os
 import sys
@@ -29,9 +30,10 @@ for path in nbs:
         on_cell_execute=lambda cell, cell_index: starts.__setitem__(cell_index, time.monotonic()),
         on_cell_executed=lambda cell, cell_index, execute_reply: secs.__setitem__(
             cell_index, time.monotonic() - starts[cell_index]))
+    load0 = os.getloadavg()[0]
     t = time.monotonic()
     client.execute()
     total = time.monotonic() - t
     slow = sorted(secs.items(), key=lambda kv: -kv[1])[:int(os.environ.get("TOP", 3))]
-    print(f"{os.path.basename(path):36s} {total:6.1f} s   slowest cells: "
-          + ", ".join(f"[{i}] {s:.1f}s" for i, s in slow), flush=True)
+    print(f"{os.path.basename(path):36s} {total:6.1f} s  {'full' if full else 'CI=1'}  load {load0:4.1f} -> "
+          f"{os.getloadavg()[0]:4.1f}   slowest cells: " + ", ".join(f"[{i}] {s:.1f}s" for i, s in slow), flush=True)
