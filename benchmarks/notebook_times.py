@@ -14,6 +14,7 @@ import time
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 full = "--full" in sys.argv
 nbs = [a for a in sys.argv[1:] if a.endswith(".ipynb")]
@@ -32,8 +33,14 @@ for path in nbs:
             cell_index, time.monotonic() - starts[cell_index]))
     load0 = os.getloadavg()[0]
     t = time.monotonic()
-    client.execute()
+    failed = ""
+    try:
+        client.execute()
+    except CellExecutionError as exc:             # say so, time what ran, and go on with the next chapter
+        last = max(starts) if starts else "?"
+        failed = f"   FAILED at cell [{last}]: {str(exc).strip().splitlines()[-1][:100]}"
     total = time.monotonic() - t
     slow = sorted(secs.items(), key=lambda kv: -kv[1])[:int(os.environ.get("TOP", 3))]
     print(f"{os.path.basename(path):36s} {total:6.1f} s  {'full' if full else 'CI=1'}  load {load0:4.1f} -> "
-          f"{os.getloadavg()[0]:4.1f}   slowest cells: " + ", ".join(f"[{i}] {s:.1f}s" for i, s in slow), flush=True)
+          f"{os.getloadavg()[0]:4.1f}   slowest cells: " + ", ".join(f"[{i}] {s:.1f}s" for i, s in slow) + failed,
+          flush=True)
