@@ -1,10 +1,16 @@
 """The prediction widget, headless: locks, reveals only after answering, records with a timestamp."""
 import datetime as dt
+import glob
+import html
 import json
+import os
+import re
 
+import nbformat
 import pytest
 
-from netlab import train
+import netlab
+from netlab import cost, train
 from netlab.ui.predict import Prediction, load
 
 OPTIONS = [("doubles", "each rank sends 2(p-1)/p of the gradient: at most 2x, never p x"),
@@ -67,6 +73,76 @@ def test_bad_questions_name_the_parameter(tmp_path):
         Prediction("", "?", lambda: {})
     with pytest.raises(ValueError, match="options"):
         Prediction("x", "?", lambda: {}, options=[("only one", "")], correct=lambda m: 0)
+    with pytest.raises(ValueError, match="options"):
+        Prediction("x", "?", lambda: {}, options=[("a", "1"), ("b", "2", "3", "4")], correct=lambda m: 0)
+
+
+def shown(widget) -> str:
+    """Everything a widget tree puts on screen: HTML, labels, descriptions, placeholders."""
+    parts = [str(getattr(widget, name, "")) for name in ("value", "description", "placeholder")]
+    parts += [str(label) for label in getattr(widget, "_options_labels", ())]
+    return "\n".join(parts + [shown(c) for c in getattr(widget, "children", ())])
+
+
+def why_right_is_shown_only_for_the_right_option(tmp_path):
+    options = [("a", "a is wrong"), ("b", "b is wrong", "b is right because of the ring")]
+    for right in (0, 1):
+        q = Prediction(f"q{right}", "?", lambda: {"value": 1, "text": "1"}, options=options,
+                       correct=lambda m, r=right: r, path=str(tmp_path / "p.json"))
+        assert "because of the ring" not in shown(q.widget)
+        q.choice.value = 0
+        q.lock()
+        yield right, q.reveal.value
+
+
+def test_why_right_appears_after_locking_and_only_for_the_right_option(tmp_path):
+    (_, wrong_b), (_, right_b) = why_right_is_shown_only_for_the_right_option(tmp_path)
+    assert "because of the ring" not in wrong_b and "b is wrong" in wrong_b      # b judged wrong: why it is wrong
+    assert "because of the ring" in right_b and "b is wrong" not in right_b     # b judged right: why it is right
+    assert "a is wrong" in right_b
+
+
+def test_numeric_why_is_revealed_only_after_locking(tmp_path):
+    q = Prediction("n", "?", lambda: {"value": 2.0, "text": "2 ms"}, unit="ms", why="queues add up\n\nsecond",
+                   path=str(tmp_path / "p.json"))
+    assert "queues add up" not in shown(q.widget)
+    q.choice.value = "2"
+    q.lock()
+    assert "<p>queues add up</p><p>second</p>" in q.reveal.value
+
+
+CHAPTERS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "labs", "0*.ipynb")))
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_chapter_explanations_are_hidden_until_the_answer_is_locked(tmp_path, n):
+    from netlab.ui import questions
+    q = getattr(questions, f"ch{n}")(path=str(tmp_path / "p.json"))
+    texts = [t for option in q.options for t in option[1:]]
+    before = shown(q.widget)
+    assert texts and not [t for t in texts if html.escape(t) in before or t in before]
+    with_why = [i for i, o in enumerate(q.options) if len(o) == 3]
+    right = with_why[0] if with_why else 0
+    q.measure, q.correct = (lambda: {"value": 1.0, "text": "stand-in measurement"}), (lambda m: right)
+    q.choice.value = (right + 1) % len(q.options)
+    q.lock()
+    after = q.reveal.value
+    assert all(html.escape(o[1]) in after for i, o in enumerate(q.options) if i != right)
+    if with_why:
+        assert " ".join(q.options[right][2].split()) in html.unescape(after)
+
+
+def test_no_chapter_keeps_the_answer_below_its_question():
+    assert len(CHAPTERS) == 7
+    for path in CHAPTERS:
+        nb = nbformat.read(path, as_version=4)
+        n = int(os.path.basename(path)[:2])
+        answers = [c.id for c in nb.cells if c.cell_type == "markdown" and "Answer (" in c.source]
+        assert answers == [], f"{os.path.basename(path)}: the answer is written below the question in {answers}"
+        widget = [i for i, c in enumerate(nb.cells)
+                  if c.cell_type == "code" and re.search(rf"questions\.ch{n}\(", c.source)]
+        assert len(widget) == 1, f"{os.path.basename(path)}: one questions.ch{n}(...) cell"
+        assert "Predict" in nb.cells[widget[0] - 1].source        # right below the question's text
 
 
 @pytest.mark.slow
@@ -74,16 +150,38 @@ def test_each_chapter_question_measures_and_judges(tmp_path):
     from netlab.ui import questions
     path = str(tmp_path / "p.json")
     made = [questions.ch1(path=path), questions.ch2(path=path), questions.ch3(path=path),
-            questions.ch4(ranks=2, steps=20, path=path), questions.ch5(seeds=2, path=path)]
+            questions.ch4(ranks=2, steps=20, path=path), questions.ch5(seeds=2, path=path),
+            questions.ch6(path=path), questions.ch7(path=path)]
     for q in made:
         q.choice.value = 0
         entry = q.lock()
         assert entry["measured"]["text"] and 0 <= entry["right"] < len(q.options)
         assert entry["correct"] == (entry["right"] == 0)
-    ch1, ch2, ch3, _, ch5 = (load(path)["answers"][i] for i in range(5))
+    ch1, ch2, ch3, _, ch5, ch6, ch7 = (load(path)["answers"][i] for i in range(7))
     # the ring's closed form, 2(p-1) alpha + 2(p-1)/p n/B, from 4 to 8 nodes (width 512, 10 Gbit/s, 5 us)
     n, alpha, bw = train.grad_bytes(512), 5e-6, 10e9 / 8
     ring = (14 * alpha + 2 * 7 / 8 * n / bw) / (6 * alpha + 2 * 3 / 4 * n / bw)
     assert ch1["measured"]["value"] == pytest.approx(ring, rel=1e-3) and ch1["right"] == 2   # grows a little
+    # what the explanation states: each rank sends 2(p-1)/p of the gradient (plus 16-byte headers)
+    assert ch1["measured"]["sent_per_gradient"] == pytest.approx([1.5, 1.75], rel=1e-3)
     assert ch2["right"] == 1 and ch3["right"] == 2                              # naive/one server grow with p
+    # one server: p M / B (BytePS's max(M/B, pM/(kB)) with k = 1), a few percent above it
+    bw1 = 1e9 / 8
+    pm_over_b = [p * ch3_model_bytes() / bw1 for p in (2, 8)]
+    assert ch3["measured"]["formula_s"] == pytest.approx(pm_over_b, rel=1e-6)
+    assert all(1.0 <= c / f < 1.1 for c, f in zip(ch3["measured"]["comm_s"], pm_over_b))
     assert ch5["measured"]["value"] < 0.75                                      # collisions, not line rate
+    # incast: the 200 ms timeout against the round's data time, 16 x 256 KB at 1 Gbit/s = 33.6 ms
+    data_s = 16 * 256 * 1024 / bw1
+    assert ch6["right"] == 2 and ch6["measured"]["value"] < data_s / 0.2 and ch6["measured"]["timeouts"] >= 1
+    assert ch6["measured"]["fast_rto"] >= 0.85
+    # one bucket exposes the whole ring all-reduce of the gradient; two buckets hide part of it, never all
+    full = cost.ring_allreduce(4, train.grad_bytes(256, 4), netlab.network("10Gbit/s", "50us").nic)
+    assert ch7["measured"]["exposed_s"] == pytest.approx(full, rel=0.02)
+    assert ch7["right"] == 1 and 0 < ch7["measured"]["value"] < full
+
+
+def ch3_model_bytes():
+    """The chapter's 1.2 MB model (width 512): its parameters in fp32, counted by torch."""
+    model = train.make_model(512)
+    return 4 * sum(p.numel() for p in model.parameters())

@@ -2,14 +2,16 @@
 
     q = Prediction("ch1-more-nodes", "From 4 to 8 nodes, communication time...",
                    options=[("doubles", "why that is wrong"), ("stays about the same", "..."),
-                            ("grows a little", "...")],
+                            ("grows a little", "...", "why it is right")],
                    measure=lambda: {"value": ratio, "text": "measured: x1.17"},
                    correct=lambda m: 2 if m["value"] < 1.5 else 0)
     q          # a widget: choose, press "Lock my answer", then the measurement is revealed
 
-Multiple choice (``options``: label and the explanation shown when that option was chosen but is
-wrong) or numeric (``unit`` and a relative ``tolerance``; the measured value is the answer). The
-measurement runs only when the answer is locked, so there is nothing to reveal before; the right
+Multiple choice (``options``: label, the explanation shown when that option is wrong, and optionally
+a third item, the explanation shown when the run makes it the right one) or numeric (``unit`` and a
+relative ``tolerance``; the measured value is the answer; ``why`` is shown with it). The measurement
+runs only when the answer is locked, and no explanation is in the widget before that: a chapter
+keeps its "why" here, not in the text below the question, so it is read after answering. The right
 option is decided by ``correct(measurement)``, from the run, not written into the question.
 
 Each locked answer is appended, with a UTC timestamp, to a small JSON file (``predictions.json``
@@ -53,22 +55,29 @@ def save_answer(entry: dict, path: str | None = None) -> None:
     os.replace(tmp, path)
 
 
+def _paragraphs(text: str) -> str:
+    """Plain text to HTML: escaped, a blank line starts a new paragraph."""
+    return "".join(f"<p>{html.escape(' '.join(p.split()))}</p>" for p in text.split("\n\n") if p.strip())
+
+
 class Prediction:
     """One question: a locked answer, then the measurement and why each wrong option is wrong."""
 
-    def __init__(self, qid: str, question: str, measure, options=None, correct=None, unit: str = "",
-                 tolerance: float = 0.25, path: str | None = None):
+    def __init__(self, qid: str, question: str, measure, *, options=None, correct=None, unit: str = "",
+                 tolerance: float = 0.25, why: str = "", path: str | None = None):
         if not qid or not isinstance(qid, str):
             raise ValueError(f"qid: a non-empty name for the question, got {qid!r}")
-        if options is not None and (len(options) < 2 or correct is None):
-            raise ValueError("options: at least two (label, explanation) pairs, and correct(measurement) -> index")
+        if options is not None and (len(options) < 2 or correct is None
+                                    or any(len(o) not in (2, 3) for o in options)):
+            raise ValueError("options: at least two (label, why wrong[, why right]) tuples, "
+                             "and correct(measurement) -> index")
         if options is None and not tolerance > 0:
             raise ValueError(f"tolerance: a relative tolerance > 0 for a numeric answer, got {tolerance!r}")
         self.qid, self.question, self.measure, self.correct = qid, question, measure, correct
-        self.options, self.unit, self.tolerance, self.path = options, unit, tolerance, path
+        self.options, self.unit, self.tolerance, self.path, self.why = options, unit, tolerance, path, why
         style = {"description_width": "0px"}
         if options is not None:
-            self.choice = widgets.RadioButtons(options=[(label, i) for i, (label, _) in enumerate(options)],
+            self.choice = widgets.RadioButtons(options=[(o[0], i) for i, o in enumerate(options)],
                                                value=None, style=style, layout=widgets.Layout(width="auto"))
         else:
             self.choice = widgets.Text(value="", placeholder=f"a number{' in ' + unit if unit else ''}",
@@ -127,11 +136,15 @@ class Prediction:
         if self.options is not None:
             right = entry["right"]
             parts.append(f"<b>Answer:</b> {html.escape(self.options[right][0])}")
-            wrong = [f"<li><i>{html.escape(label)}</i>: {html.escape(why)}</li>"
-                     for i, (label, why) in enumerate(self.options) if i != right]
+            if len(self.options[right]) == 3:
+                parts.append("<b>Why:</b>" + _paragraphs(self.options[right][2]))
+            wrong = [f"<li><i>{html.escape(o[0])}</i>: {html.escape(o[1])}</li>"
+                     for i, o in enumerate(self.options) if i != right]
             parts.append("<b>Why not the others:</b><ul>" + "".join(wrong) + "</ul>")
         else:
             parts.append(f"(within {self.tolerance:.0%} counts as right)")
+            if self.why:
+                parts.append("<b>Why:</b>" + _paragraphs(self.why))
         return "<br>".join(parts)
 
     def _ipython_display_(self):

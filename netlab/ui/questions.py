@@ -1,8 +1,11 @@
 """Each chapter's "predict, then measure" question as a ``Prediction`` widget (see predict.py).
 
-The measurement runs when the student locks an answer, on real ranks or in the simulator, with the
-same setup as the chapter's next cell (smaller where that cell is long); the right option is read
-off the measurement, never written in. Explanations say why each wrong option is wrong.
+The measurement runs when the student locks an answer, on real ranks, in the simulator or in the
+packet-level fabric, with the same setup as the chapter's next cell (smaller where that cell is
+long); the right option is read off the measurement, never written in. Explanations say why each
+wrong option is wrong and, for the option the measurement makes right, why it is: the chapter's
+text below the question only points here, so the explanation is read after answering. Sources are
+the chapters' own (BytePS, OSDI 2020; Vasudevan et al., SIGCOMM 2009; PyTorch DDP's buckets).
 """
 from __future__ import annotations
 
@@ -17,9 +20,12 @@ def _nearest(value: float, targets) -> int:
 def ch1(path=None) -> Prediction:
     def measure():
         from ..step import measure_step
-        c4, c8 = (measure_step(ranks=p, bandwidth="10Gbit/s", latency="5us", width=512).comm_s for p in (4, 8))
-        return {"value": c8 / c4, "text": f"communication {c4 * 1e3:.3f} ms on 4 nodes, {c8 * 1e3:.3f} ms on 8: "
-                                          f"x{c8 / c4:.2f}"}
+        r4, r8 = (measure_step(ranks=p, bandwidth="10Gbit/s", latency="5us", width=512) for p in (4, 8))
+        c4, c8 = r4.comm_s, r8.comm_s
+        sent = [r.trace.summary()[0]["bytes_sent"] / r.grad_bytes for r in (r4, r8)]
+        return {"value": c8 / c4, "sent_per_gradient": sent,
+                "text": f"communication {c4 * 1e3:.3f} ms on 4 nodes, {c8 * 1e3:.3f} ms on 8: x{c8 / c4:.2f}; "
+                        f"rank 0 sent {sent[0]:.3f} x the gradient on 4 nodes, {sent[1]:.3f} x on 8"}
     return Prediction(
         "ch1-four-to-eight-nodes", "From 4 to 8 nodes (same model, 10 Gbit/s, 5 us), the communication time...",
         measure, options=[
@@ -27,7 +33,12 @@ def ch1(path=None) -> Prediction:
                         "more, so the bytes per node barely grow"),
             ("stays about the same", "the bytes per node grow a little (1.5x -> 1.75x the gradient), and the "
                                      "2(p-1) messages each pay the latency once"),
-            ("grows by a small amount", "the measurement says otherwise: look at the bytes each node sent"),
+            ("grows by a small amount", "the measurement says otherwise: look at the bytes each node sent",
+             "The all-reduce used here is a ring: each rank sends 2(p-1)/p of the gradient in total -- 1.0x at "
+             "p = 2, 1.5x at p = 4, 1.75x at p = 8 (the measurement above counts rank 0's bytes) -- approaching 2x "
+             "and never more, however many nodes join. What does grow with p is the number of sequential "
+             "messages, 2(p-1), each paying the latency once. Chapter 2 takes the ring apart; here it is enough "
+             "that the bytes per node barely grow."),
         ], correct=lambda m: 0 if m["value"] >= 1.8 else 1 if m["value"] < 1.05 else 2, path=path)
 
 
@@ -56,16 +67,26 @@ def ch2(path=None) -> Prediction:
 def ch3(path=None) -> Prediction:
     def measure():
         from .. import ps
-        c = {p: ps.run_ps(workers=p, servers=1, mode="bsp", steps=1, width=512, bandwidth="1Gbit/s",
-                          latency="5us", eval_every=0).comm_s for p in (2, 8)}
-        return {"value": c[8] / c[2], "text": f"one server: push/pull {c[2] * 1e3:.2f} ms with 2 workers, "
-                                              f"{c[8] * 1e3:.2f} ms with 8: x{c[8] / c[2]:.2f}"}
+        from ..net.network import network
+        from ..ps import formulas
+        runs = {p: ps.run_ps(workers=p, servers=1, mode="bsp", steps=1, width=512, bandwidth="1Gbit/s",
+                             latency="5us", eval_every=0) for p in (2, 8)}
+        c = {p: r.comm_s for p, r in runs.items()}
+        bw = network("1Gbit/s").nic.bandwidth
+        f = {p: formulas.ps_time(p, 1, r.setup["model_bytes"], bw) for p, r in runs.items()}
+        return {"value": c[8] / c[2], "formula_s": [f[2], f[8]], "comm_s": [c[2], c[8]],
+                "text": f"one server: push/pull {c[2] * 1e3:.2f} ms with 2 workers, {c[8] * 1e3:.2f} ms with 8: "
+                        f"x{c[8] / c[2]:.2f} (the formula max(M/B, pM/(kB)): {f[2] * 1e3:.2f} and "
+                        f"{f[8] * 1e3:.2f} ms; measured {100 * (c[8] / f[8] - 1):.1f} % above it with 8)"}
     return Prediction(
         "ch3-one-server", "With one server, from 2 to 8 workers, the step's communication time...", measure,
         options=[
             ("stays the same", "every worker's bytes go through the one server's NIC: p M in and p M out"),
             ("grows a little", "the server's NIC, not the workers', is the bottleneck: its load grows with p"),
-            ("grows about 4x", "the formula max(M/B, pM/(kB)) with k = 1 grows linearly with p"),
+            ("grows about 4x", "the formula max(M/B, pM/(kB)) with k = 1 grows linearly with p",
+             "A server's NIC must take in p M / k bytes and send out as many, while each worker's NIC carries "
+             "only M each way. With one server the step is p M / B: it grows linearly with the workers, however "
+             "fast the workers are."),
         ], correct=lambda m: 2 if m["value"] > 3 else 0 if m["value"] < 1.1 else 1, path=path)
 
 
@@ -101,5 +122,68 @@ def ch5(seeds: int = 5, path=None) -> Prediction:
             ("1.0: full bisection", "full bisection means the fabric *could* carry it; a hash does not look "
                                     "at what else is on the link it picks"),
             ("about 0.5", "with k flows hashed onto k uplinks the busiest one carries several, not two"),
-            ("about 0.25", "hash collisions put about ln k / ln ln k flows on the busiest link"),
+            ("about 0.25", "hash collisions put about ln k / ln ln k flows on the busiest link",
+             "A hash does not look at what else is on a link: with k flows hashed onto k uplinks, a link stays "
+             "idle with probability (1 - 1/k)^k, about 1/e = 37 %, and the busiest one carries more than one "
+             "flow on average -- 2.125 flows for 4 flows on 4 links, exactly (the chapter computes it by "
+             "enumeration a few cells below); the ln k / ln ln k of the textbooks is only how this grows for "
+             "very large k."),
         ], correct=lambda m: _nearest(m["value"], targets), path=path)
+
+
+def ch6(rounds: int = 1, path=None) -> Prediction:
+    def measure():
+        from ..fabric import incast
+        gbit, kb = 1e9 / 8, 1024
+        put = {rto: incast(16, 256 * kb, gbit, 32 * kb, "reno", rto_min=rto, rounds=rounds).summary()
+               for rto in (0.2, 200e-6)}
+        slow, fast = (put[rto]["goodput_Bps"] / gbit for rto in (0.2, 200e-6))
+        return {"value": slow, "fast_rto": fast, "timeouts": put[0.2]["timeouts"],
+                "text": f"16 senders x 256 KB, 32 KB buffer, Reno: {slow:.1%} of the link with RTOmin 200 ms "
+                        f"({put[0.2]['timeouts']} timeouts), {fast:.0%} with RTOmin 200 us"}
+    return Prediction(
+        "ch6-incast", "16 senders push 256 KB each through one 1 Gbit/s port with a 32 KB buffer (TCP Reno, "
+        "RTOmin 200 ms): what fraction of the link do the rounds get?", measure, options=[
+            ("about 90 %", "that is what an RTOmin of 200 us gets back; with 200 ms a round waits for its "
+                           "timed-out senders"),
+            ("about half", "a loss does not halve a round: a sender that cannot fast-retransmit waits a whole "
+                           "timeout, 200 ms against the few milliseconds the data needs"),
+            ("under 10 %", "the measurement says otherwise: compare the timeouts with the round's length",
+             "Once the buffer's share per sender falls below about three packets (32 KB / 8 senders is under 3 "
+             "packets of 1,500 B), a sender that loses packets gets fewer than three duplicate ACKs, cannot "
+             "fast-retransmit, and waits out the retransmission timeout. A round lasts as long as its slowest "
+             "sender, so one timeout of 200 ms turns a round of a few milliseconds into 200 ms: goodput falls "
+             "by 10x or more, the TCP incast collapse Vasudevan et al. measured (SIGCOMM 2009: up to 90 %). An "
+             "RTOmin of 200 us -- the fix they proposed -- brings goodput back near line rate without changing "
+             "the buffer (measured above). Note what did not matter: bandwidth."),
+        ], correct=lambda m: 2 if m["value"] < 0.1 else 1 if m["value"] < 0.7 else 0, path=path)
+
+
+def ch7(path=None) -> Prediction:
+    def measure():
+        from ..step import measure_step
+        shape, net = dict(width=256, layers=4, batch=256), dict(bandwidth="10Gbit/s", latency="50us")
+        one = measure_step(ranks=4, bucket=10**12, overlap=True, **net, **shape)
+        two = measure_step(ranks=4, bucket=300_000, overlap=True, **net, **shape)
+        saved, exposed = one.total_s - two.total_s, one.setup["exposed_comm_s"]
+        return {"value": saved, "exposed_s": exposed, "steps_s": [one.total_s, two.total_s],
+                "text": f"4 ranks: one bucket {one.total_s * 1e3:.3f} ms, ~300 KB buckets {two.total_s * 1e3:.3f} ms "
+                        f"a step: {saved * 1e3:.3f} ms saved of the one bucket's {exposed * 1e3:.3f} ms of "
+                        f"exposed communication"}
+
+    def correct(m):
+        saved, exposed = m["value"], m["exposed_s"]
+        return 0 if saved < 0.02 * exposed else 2 if saved >= 0.98 * exposed else 1
+    return Prediction(
+        "ch7-two-buckets", "Two buckets of about 300 KB instead of one: compared with one bucket, the step "
+        "is...", measure, options=[
+            ("the same", "the first bucket's all-reduce runs while the backward pass is still computing the "
+                         "first layers: that time is hidden"),
+            ("faster, by at most the all-reduce of the first bucket", "the measurement says otherwise",
+             "Only the buckets that finish while the backward pass still runs are hidden. The last bucket (the "
+             "first layers' gradients) is ready only at the end of the backward pass, so its all-reduce is "
+             "always exposed, and buckets queue behind each other on the one network port."),
+            ("faster by the whole all-reduce time", "the last bucket holds the first layers' gradients, ready "
+                                                    "only when the backward pass ends: its all-reduce is "
+                                                    "always exposed"),
+        ], correct=correct, path=path)
