@@ -114,10 +114,10 @@ def test_numeric_why_is_revealed_only_after_locking(tmp_path):
 CHAPTERS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "labs", "0*.ipynb")))
 
 
-@pytest.mark.parametrize("n", range(1, 8))
-def test_chapter_explanations_are_hidden_until_the_answer_is_locked(tmp_path, n):
+@pytest.mark.parametrize("name", [f"ch{n}" for n in range(1, 8)] + ["ch7_ina", "ch7_bytes", "ch7_fastest"])
+def test_chapter_explanations_are_hidden_until_the_answer_is_locked(tmp_path, name):
     from netlab.ui import questions
-    q = getattr(questions, f"ch{n}")(path=str(tmp_path / "p.json"))
+    q = getattr(questions, name)(path=str(tmp_path / "p.json"))
     texts = [t for option in q.options for t in option[1:]]
     before = shown(q.widget)
     assert texts and not [t for t in texts if html.escape(t) in before or t in before]
@@ -185,3 +185,23 @@ def ch3_model_bytes():
     """The chapter's 1.2 MB model (width 512): its parameters in fp32, counted by torch."""
     model = train.make_model(512)
     return 4 * sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.slow
+def test_chapter_7_co_design_questions_judge_what_their_sections_show(tmp_path):
+    """The switch takes about half the ring's time at p = 64 (from the closed forms, which the chapter
+    checks against real ranks); the pipeline sends the fewest bytes and is fastest at 1 Gbit/s (real ranks)."""
+    from netlab import cost
+    from netlab.net.network import network
+    from netlab.ui import questions
+    path = str(tmp_path / "p.json")
+    ina, sent, fastest = questions.ch7_ina(path=path), questions.ch7_bytes(path=path), questions.ch7_fastest(path=path)
+    nic = network("100Gbit/s", "5us").nic
+    ratio = cost.ring_allreduce(64, 64 << 20, nic) / cost.ina_allreduce(64, 64 << 20, nic, chunks=16)
+    for q in (ina, sent, fastest):
+        q.choice.value = 0
+    assert ina.lock()["right"] == (1 if 1.5 < ratio < 2.5 else 0)
+    b = sent.lock()["measured"]["value"]
+    assert sent.entry["right"] == ["dp", "tp", "pp"].index(min(b, key=b.get)) == 2
+    t = fastest.lock()["measured"]["value"]
+    assert fastest.entry["right"] == ["dp", "tp", "pp"].index(min(t, key=t.get)) == 2

@@ -187,3 +187,89 @@ def ch7(path=None) -> Prediction:
                                                     "only when the backward pass ends: its all-reduce is "
                                                     "always exposed"),
         ], correct=correct, path=path)
+
+
+def ch7_ina(path=None) -> Prediction:
+    """Chapter 7, section 6: the switch's all-reduce against the ring's at large p (closed forms, both
+    checked against real ranks in the chapter's next cell)."""
+    def measure():
+        from .. import cost
+        from ..net.network import network
+        nic, s, p, k = network("100Gbit/s", "5us").nic, 64 << 20, 64, 16
+        ring, ina = cost.ring_allreduce(p, s, nic), cost.ina_allreduce(p, s, nic, chunks=k)
+        return {"value": ring / ina, "p": p,
+                "text": f"p = {p}, S = 64 MiB, 100 Gbit/s, {k} chunks: ring {ring * 1e3:.3f} ms, switch "
+                        f"{ina * 1e3:.3f} ms: the switch takes {ina / ring:.2f} of the ring's time"}
+
+    def correct(m):
+        ratio = m["value"]
+        return 2 if ratio > m["p"] / 2 else 1 if 1.5 < ratio < 2.5 else 0
+    return Prediction(
+        "ch7-in-network", "For a large S on 64 workers, the switch's all-reduce time compared with the ring's "
+        "is...", measure, options=[
+            ("about the same", "the ring sends 2(p-1)/p of S each way, nearly 2S at large p; each worker sends S "
+                               "to the switch once"),
+            ("about half", "the measurement says otherwise",
+             "The ring's bandwidth term 2(p-1)/p*S/B approaches 2S/B; the switch's is (k+1)/k*S/B with k chunks, "
+             "whatever p, because up and down overlap on the full-duplex port, so busbw nearly doubles at large p. "
+             "Two limits, both printed below: at p = 2 the ring moves only S each way and the switch has nothing "
+             "to gain; and an aggregator slower than the line rate caps everything at about S / capacity, which "
+             "is why SwitchML and SHARP sum at line rate in the switch's pipeline."),
+            ("about 1/p", "each worker still sends its whole S up and receives the whole sum back: the port's "
+                          "bandwidth, not p, sets the time"),
+        ], correct=correct, path=path)
+
+
+def _parallel_runs(bandwidth: str):
+    from ..parallel import MODES, measure
+    shape = dict(ranks=4, latency="50us", width=256, layers=4, micro_batches=4)
+    return {m: measure(m, bandwidth=bandwidth, batch=256, **shape) for m in MODES}
+
+
+def ch7_bytes(path=None) -> Prediction:
+    """Chapter 7, section 7: which of data, tensor and pipeline parallelism sends the fewest bytes."""
+    def measure():
+        runs = _parallel_runs("10Gbit/s")
+        sent = {m: r.bytes_per_step for m, r in runs.items()}
+        return {"value": sent, "text": "bytes per step, 4 ranks: " + ", ".join(
+            f"{m} {b / 1e6:.2f} MB" for m, b in sent.items())}
+    modes = ("dp", "tp", "pp")
+    return Prediction(
+        "ch7-parallel-bytes", "Data (dp), tensor (tp) or pipeline (pp) parallelism, on the chapter's MLP with a "
+        "global batch of 256 on 4 ranks: which sends the fewest bytes per step?", measure, options=[
+            ("data parallelism", "it all-reduces every gradient, 0.87 MB, once per step: the most of the three"),
+            ("tensor parallelism", "it all-reduces the activations of every layer pair, forward and backward: "
+                                   "batch x width floats each time, a little less than data parallelism here, "
+                                   "and four times more at four times the batch"),
+            ("pipeline parallelism", "the measurement says otherwise",
+             "The pipeline sends one activation and one gradient per cut between stages, point to point: the "
+             "fewest bytes. Data parallelism sends the most (the gradients: its traffic follows the parameters, "
+             "whatever the batch), tensor parallelism a little less (its traffic follows the batch and the "
+             "number of layers, so at four times the batch it passes data parallelism's). The run below prints "
+             "both batches."),
+        ], correct=lambda m: modes.index(min(m["value"], key=m["value"].get)), path=path)
+
+
+def ch7_fastest(path=None) -> Prediction:
+    """Chapter 7, section 7: which of the three has the fastest step on a slow (1 Gbit/s) network."""
+    def measure():
+        runs = _parallel_runs("1Gbit/s")
+        step = {m: r.step_s for m, r in runs.items()}
+        return {"value": step, "text": "step at 1 Gbit/s, 4 ranks: " + ", ".join(
+            f"{m} {s * 1e3:.3f} ms" for m, s in step.items())}
+    modes = ("dp", "tp", "pp")
+    return Prediction(
+        "ch7-parallel-fastest", "On a 1 Gbit/s network (same model, batch and ranks), whose step is fastest?",
+        measure, options=[
+            ("data parallelism", "its one all-reduce of all the gradients is the most bytes of the three: on a "
+                                 "slow network the step is mostly that transfer"),
+            ("tensor parallelism", "it pays a ring all-reduce (and 2(p-1) latencies) in each of its three "
+                                   "exchanges, and sends nearly as much as data parallelism"),
+            ("pipeline parallelism", "the measurement says otherwise",
+             "On the slow network the pipeline is fastest: a step there is mostly transfers, and it sends the "
+             "fewest bytes. On a fast network data parallelism wins, because its one all-reduce costs little, "
+             "while the pipeline's bubble does not shrink with bandwidth. Which cut suits a model is a question "
+             "about the network: tensor parallelism's traffic grows with batch x layers, so it is kept inside a "
+             "server on the fastest links (NVLink); the pipeline sends only the activations at its cuts, so it "
+             "can span the slower links between servers; data parallelism's grows with the parameters alone."),
+        ], correct=lambda m: modes.index(min(m["value"], key=m["value"].get)), path=path)
