@@ -29,7 +29,7 @@ from .sparsify import RandomK, Threshold, TopK
 
 import torch
 
-from .. import validate
+from .. import seeds, validate
 
 # name: (knob the chapter's widgets move, one line on what it is)
 METHODS = {
@@ -104,7 +104,7 @@ def make(method: str, error_feedback: bool = False, *, ratio: float = DEFAULTS["
     if method == "dgc":
         return DGC(ratio, momentum=dgc_momentum, clip_norm=clip_norm, warmup_steps=warmup_steps,
                    world_size=world_size, error_feedback=error_feedback, **costs)
-    per_rank_seed = seed * 7919 + comm_rank
+    per_rank_seed = seeds.derive(seed, seeds.NOISE, comm_rank)
     compressor = make_compressor(method, ratio, bits, tau, seed=seed if method == "randomk" else per_rank_seed,
                                  rescale=rescale)
     return Compression.of(compressor, error_feedback, **costs)

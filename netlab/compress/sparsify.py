@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import validate
+from .. import seeds, validate
 from .base import Compressor, Payload
 
 
@@ -74,7 +74,7 @@ class RandomK(Compressor):
         return f"random-k {self.ratio:.3g}" + (" (x d/k)" if self.rescale else "")
 
     def indices(self, numel: int, step: int) -> torch.Tensor:
-        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + step)   # same on every rank
+        gen = seeds.torch_generator(self.seed, seeds.SAMPLING, step)    # same on every rank
         return torch.randperm(numel, generator=gen)[:k_of(self.ratio, numel)].sort().values
 
     def compress(self, x, step=0, shared=None):
