@@ -20,7 +20,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import collectives, cost, validate
+from . import collectives, cost, seeds, validate
 from .net.network import Network
 
 MAX_ITERS = 10_000              # nccl-tests runs 20; more only adds time (and memory: one buffer each)
@@ -60,7 +60,7 @@ def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check
     element_size = torch.empty(0, dtype=dtype).element_size()
     for nbytes in sizes:
         count, _, s = collectives.counts(collective, nbytes, comm.world_size, element_size)
-        make = (lambda: torch.randint(-8, 9, (count,), generator=torch.Generator().manual_seed(comm.rank))
+        make = (lambda: torch.randint(-8, 9, (count,), generator=seeds.torch_generator(0, seeds.BENCH, comm.rank))
                 .to(dtype)) if real else (lambda: None)
         verdict = None
         if check:

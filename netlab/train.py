@@ -35,7 +35,7 @@ from torch import nn
 from torch.nn.utils import vector_to_parameters
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import collectives, data, validate
+from . import collectives, data, seeds, validate
 
 MIN_WIDTH, MAX_WIDTH = 8, 4096
 
@@ -112,7 +112,7 @@ def batch_indices(step: int, rank: int, world_size: int, batch: int, n: int, see
     if per_epoch == 0:
         raise ValueError(f"batch: {world_size} ranks x {batch} samples exceed the {n} training samples")
     epoch, i = divmod(step, per_epoch)
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 100_003 + epoch))
+    order = torch.randperm(n, generator=seeds.torch_generator(seed, seeds.BATCHES, epoch))
     start = (i * world_size + rank) * batch
     return order[start:start + batch]
 

@@ -241,6 +241,31 @@ def test_bad_settings_name_the_parameter():
     for make, match in [(lambda: TopK(0), "^ratio:"), (lambda: TopK(1.5), "^ratio:"), (lambda: QSGD(0), "^levels:"),
                         (lambda: Threshold(-1), "^tau:"), (lambda: compress.make("zip"), "^method:"),
                         (lambda: compress.make("powersgd"), "^shapes:"), (lambda: PowerSGD([(4, 4)], rank=0), "^rank:"),
-                        (lambda: Int8(levels=100).levels_for(4), "^levels:"), (lambda: compress.levels_for_bits(3), "^bits:")]:
+                        (lambda: Int8(levels=100).levels_for(4), "^levels:"), (lambda: compress.levels_for_bits(3), "^bits:"),
+                        (lambda: compress.SyncConfig(world_size=2, comm_rank=2), "^comm_rank:"),
+                        (lambda: compress.SyncConfig(world_size=0), "^world_size:"),
+                        (lambda: compress.SyncConfig(seed=-1), "^seed:"),
+                        (lambda: compress.make(compress.SyncConfig(), ratio=0.1), "^config:")]:
         with pytest.raises(ValueError, match=match):
             make()
+
+
+def test_make_builds_the_same_pipeline_from_a_config_or_its_fields():
+    x = torch.randn(1000)
+    keep = torch.topk(x.abs(), 100).indices.sort().values                # brute force: the 100 largest |x|
+    for sync in (compress.make(compress.SyncConfig(method="topk", ratio=0.1, error_feedback=True)),
+                 compress.make("topk", ratio=0.1, error_feedback=True)):
+        assert sync.error_feedback and torch.equal(sync.compressor.compress(x).tensors[0].long().sort().values, keep)
+    with pytest.raises(TypeError):
+        compress.SyncConfig("topk")                                        # keyword-only
+
+
+def test_a_bare_compressor_and_make_share_each_knobs_default():
+    d = 10_000
+    x = torch.randn(d)
+    # 1 % of the elements; every |g| >= 0.01; QSGD in 4 bits: 2s + 1 <= 16 levels, s = 7; PowerSGD rank 1
+    assert TopK().compress(x).nbytes == compress.make("topk").compressor.compress(x).nbytes == d // 100 * 8
+    assert RandomK().compress(x).nbytes == d // 100 * 4
+    assert Threshold().compress(x).nbytes == 8 * int((x.abs() >= 0.01).sum())
+    assert QSGD().levels == compress.make("qsgd").compressor.levels == 7 and QSGD().bits == 4
+    assert PowerSGD([(128, 64)]).payload_bytes == 4 * (128 + 64)

@@ -7,7 +7,7 @@ import torch
 import torch.distributed as dist
 
 import netlab
-from netlab import compress
+from netlab import compress, seeds
 
 RANKS = 4
 D = 1000
@@ -34,7 +34,9 @@ def exchange(comm, methods):
 def reference(method):
     """Sum (or vote) of every rank's decompressed payload, computed in one process."""
     xs = [gradient(r) for r in range(RANKS)]
-    comps = [compress.make_compressor(method, seed=0 if method == "randomk" else r, **OPTS) for r in range(RANKS)]
+    # random-k draws the same indices on every rank (the run's seed); stochastic rounding is each rank's own
+    seed = [0 if method == "randomk" else seeds.derive(0, seeds.NOISE, r) for r in range(RANKS)]
+    comps = [compress.make_compressor(method, seed=seed[r], **OPTS) for r in range(RANKS)]
     shared = None
     if method == "int8":                           # the agreed scale: max over ranks, floor(127/p) levels
         shared = (max(float(x.abs().max()) for x in xs), 127 // RANKS)

@@ -5,7 +5,7 @@ import pytest
 from netlab.net import fabrics
 from netlab.sim import experiments
 from netlab.figures.topology import scaling_plot
-from netlab.ui.ch5 import FabricPanel, build, describe
+from netlab.ui.ch5 import FabricPanel, describe
 
 
 def test_panel_simulates_the_chosen_fabric_and_keeps_the_result():
@@ -31,10 +31,14 @@ def test_panel_explains_a_setting_that_does_not_fit():
     assert len(panel.out.outputs) == 1                                    # the line replaces the old figure
 
 
-def test_build_reuses_topologies_and_describe_names_the_bottleneck():
-    assert build("fat-tree", 8, 1.0, 1, "rail", 64) is build("fat-tree", 8, 1.0, 1, "rail", 64)
+def test_panel_fabric_reuses_topologies_and_describe_names_the_bottleneck():
+    setting = dict(fabric="fat-tree", k=8, ratio=1.0, gpus=1, nics="rail")
+    assert experiments.panel_fabric(**setting, ranks=64) is experiments.panel_fabric(**setting, ranks=64)
+    assert experiments.panel_fabric(**setting, ranks=64).size == 64      # just enough servers, not all 128
     with pytest.raises(ValueError, match="^ranks:"):
-        build("fat-tree", 8, 1.0, 8, "rail", 12)
+        experiments.panel_fabric(**{**setting, "gpus": 8}, ranks=12)
+    with pytest.raises(ValueError, match="^fabric:"):
+        experiments.panel_fabric(**{**setting, "fabric": "torus"}, ranks=8)
     rows = experiments.scaling({"k=4": (fabrics.fat_tree(4), "ring")}, scales=(8, 16), nbytes=1 << 20)
     fig = scaling_plot(rows)
     assert len(fig.axes[0].lines) == 1

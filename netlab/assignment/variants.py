@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 
+from .. import seeds
 from . import BY_CHAPTER
 
 NETWORKS = [("1Gbit/s", "50us"), ("10Gbit/s", "5us"), ("25Gbit/s", "10us"), ("100Gbit/s", "2us"),
@@ -69,7 +70,7 @@ def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
         raise ValueError(f"chapter: one of {', '.join(BY_CHAPTER)}, got {chapter!r}")
     if seed is None:
         return {}, {}
-    rng = random.Random(f"{seed}:{chapter}")
+    rng = seeds.python_random(seed, seeds.VARIANTS, list(BY_CHAPTER).index(chapter))
     if chapter == "ch1":
         return _ch1(rng), {}
     if chapter == "ch2":

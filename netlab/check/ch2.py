@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from . import CheckResult
-from .. import cluster, cost
+from .. import cluster, cost, seeds
 from ..net.network import network
 
 CASES = [(2, 1000), (3, 7), (4, 4099), (5, 3), (6, 65536)]    # (ranks, elements): uneven, tiny, larger
@@ -19,7 +19,7 @@ NET = ("10Gbit/s", "5us")
 
 
 def _trial(comm, fn, n, seed):
-    g = torch.Generator().manual_seed(seed + comm.rank)
+    g = seeds.torch_generator(seed, seeds.CHECK, comm.rank)
     x = torch.randint(-100, 101, (n,), generator=g).float()       # integers: exact sums in any order
     expected = x.clone()
     dist.all_reduce(expected, group=comm.group)

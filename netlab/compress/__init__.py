@@ -9,7 +9,8 @@
     from netlab.compress.pays import step_times                     # step time over bandwidths
     step_times(["none", "fp16", "topk"], bandwidths=["100Mbit/s", "10Gbit/s"])
 
-Split as GRACE splits it: ``base`` (Compressor, Payload, bit packing), ``memory`` (error feedback),
+``make`` builds a pipeline from a ``SyncConfig`` (``methods.py``: the catalogue, each knob's default,
+the config). Split as GRACE splits it: ``base`` (Compressor, Payload, bit packing), ``memory`` (error feedback),
 ``communicate`` (all-reduce / all-gather of payloads, the ``Compression`` pipeline), and one file per
 family: ``quantize`` (fp16, bf16, int8, QSGD, TernGrad), ``sign`` (scaled sign, majority vote),
 ``sparsify`` (top-k, random-k, threshold), ``dgc``, ``powersgd``. ``training`` trains the digits MLP
@@ -26,39 +27,11 @@ from .powersgd import PowerSGD
 from .quantize import QSGD, Cast, Int8, TernGrad
 from .sign import MajorityVote, ScaledSign
 from .sparsify import RandomK, Threshold, TopK
+from .methods import DEFAULTS, LEVEL_BITS, METHODS, SyncConfig, check_method, levels_for_bits
 
 import torch
 
-from .. import validate
-
-# name: (knob the chapter's widgets move, one line on what it is)
-METHODS = {
-    "none": (None, "fp32 all-reduce, the baseline"),
-    "fp16": (None, "cast to fp16, all-reduced in fp16"),
-    "bf16": (None, "cast to bf16, all-reduced in bf16"),
-    "int8": (None, "int8 codes, one shared scale, floor(127/p) levels: sums cannot overflow"),
-    "qsgd": ("bits", "QSGD: s levels per bucket of 128, stochastic rounding (unbiased)"),
-    "terngrad": (None, "TernGrad: {-1,0,1} x max|g|, stochastic (unbiased)"),
-    "sign": (None, "scaled sign (EF-SignSGD): 1 bit + ||g||_1/d"),
-    "majority": (None, "signSGD with majority vote: sign of the summed signs"),
-    "topk": ("ratio", "top-k: largest k = ratio*d, int32 indices + fp32 values"),
-    "randomk": ("ratio", "random-k x d/k (unbiased), shared indices, all-reduced"),
-    "threshold": ("tau", "every |g| >= tau, indices + values, variable size"),
-    "dgc": ("ratio", "DGC: momentum correction, clipping, masking, warm-up"),
-    "powersgd": ("rank", "PowerSGD rank r, warm start"),
-}
-DEFAULTS = {"ratio": 0.01, "bits": 4, "tau": 1e-2, "rank": 1}       # each knob's default, everywhere
-LEVEL_BITS = (2, 4, 8)                                              # QSGD widths a code may take
-
-
-def check_method(method) -> str:
-    return validate.choice(method, "method", METHODS)
-
-
-def levels_for_bits(bits) -> int:
-    """QSGD levels s that fill `bits` bits: codes sign * xi in [-s, s], 2s + 1 <= 2^bits."""
-    validate.choice(bits, "bits", LEVEL_BITS)
-    return 2 ** (bits - 1) - 1
+from .. import seeds
 
 
 def make_compressor(method: str, ratio: float = DEFAULTS["ratio"], bits: int = DEFAULTS["bits"],
@@ -83,34 +56,28 @@ def make_compressor(method: str, ratio: float = DEFAULTS["ratio"], bits: int = D
     }[method]()
 
 
-def make(method: str, error_feedback: bool = False, *, ratio: float = DEFAULTS["ratio"],
-         bits: int = DEFAULTS["bits"], tau: float = DEFAULTS["tau"], rank: int = DEFAULTS["rank"], shapes=None,
-         world_size: int = 1, comm_rank: int = 0, seed: int = 0, rescale: bool = True, dgc_momentum: float = 0.9,
-         clip_norm: float | None = 1.0, warmup_steps: int = 0, start_iter: int = 0, warm_start: bool = True,
-         algo: str = "ring", encode_s: float = 0.0, decode_s: float = 0.0):
-    """A ``sync(comm, grad, step)`` object for `method`.
-
-    `comm_rank` seeds per-rank randomness (QSGD, TernGrad draw independently on each rank); random-k
-    uses `seed` alone (its indices must agree). `shapes` (the parameters' shapes, in flat order) is
-    needed by PowerSGD. DGC's `dgc_momentum` replaces the optimizer's (``handles_momentum``).
-    """
-    check_method(method)
-    costs = {"algo": algo, "encode_s": encode_s, "decode_s": decode_s}
-    if method == "powersgd":
-        if shapes is None:
-            raise ValueError("shapes: PowerSGD needs the parameters' shapes (e.g. [p.shape for p in model.parameters()])")
-        return PowerSGD(shapes, rank=rank, error_feedback=error_feedback, warm_start=warm_start,
-                        start_iter=start_iter, seed=seed, **costs)
-    if method == "dgc":
-        return DGC(ratio, momentum=dgc_momentum, clip_norm=clip_norm, warmup_steps=warmup_steps,
-                   world_size=world_size, error_feedback=error_feedback, **costs)
-    per_rank_seed = seed * 7919 + comm_rank
-    compressor = make_compressor(method, ratio, bits, tau, seed=seed if method == "randomk" else per_rank_seed,
-                                 rescale=rescale)
-    return Compression.of(compressor, error_feedback, **costs)
+def make(config: SyncConfig | str, /, **settings):
+    """A ``sync(comm, grad, step)`` object: from a ``SyncConfig``, or a method name and its fields as keywords
+    (``make("topk", ratio=0.01, error_feedback=True)``)."""
+    if isinstance(config, SyncConfig):
+        if settings:
+            raise ValueError(f"config: give a SyncConfig or its settings ({', '.join(settings)}), not both")
+        cfg = config
+    else:
+        cfg = SyncConfig(method=config, **settings)
+    costs = {"algo": cfg.algo, "encode_s": cfg.encode_s, "decode_s": cfg.decode_s}
+    if cfg.method == "powersgd":
+        return PowerSGD(cfg.shapes, rank=cfg.rank, error_feedback=cfg.error_feedback, warm_start=cfg.warm_start,
+                        start_iter=cfg.start_iter, seed=cfg.seed, **costs)
+    if cfg.method == "dgc":
+        return DGC(cfg.ratio, momentum=cfg.dgc_momentum, clip_norm=cfg.clip_norm, warmup_steps=cfg.warmup_steps,
+                   world_size=cfg.world_size, error_feedback=cfg.error_feedback, **costs)
+    seed = cfg.seed if cfg.method == "randomk" else seeds.derive(cfg.seed, seeds.NOISE, cfg.comm_rank)
+    compressor = make_compressor(cfg.method, cfg.ratio, cfg.bits, cfg.tau, seed=seed, rescale=cfg.rescale)
+    return Compression.of(compressor, cfg.error_feedback, **costs)
 
 
-__all__ = ["METHODS", "DEFAULTS", "LEVEL_BITS", "make", "make_compressor", "check_method", "levels_for_bits",
+__all__ = ["METHODS", "DEFAULTS", "LEVEL_BITS", "SyncConfig", "make", "make_compressor", "check_method", "levels_for_bits",
            "Compressor", "Payload", "Identity", "Cast", "Int8", "QSGD", "TernGrad", "ScaledSign",
            "MajorityVote", "TopK", "RandomK", "Threshold", "DGC", "DGCTopK", "DGCMemory", "PowerSGD",
            "NoMemory", "ResidualMemory", "Compression", "allreduce_payload", "allgather_payloads",

@@ -46,6 +46,7 @@ from .. import data, train, validate
 from ..runtime.comm import Comm
 from ..net.presets import Device, device as make_device
 from . import make
+from .methods import SyncConfig
 from .communicate import Compression
 
 
@@ -78,7 +79,8 @@ def measure_here(method: str, ranks: int, width: int, layers: int, batch: int, e
         shapes = [tuple(p.shape) for p in model.parameters()]
 
         def fresh():
-            return make(method, error_feedback, shapes=shapes, world_size=ranks, **dict(options))
+            return make(SyncConfig(method=method, error_feedback=error_feedback, shapes=shapes, world_size=ranks,
+                                   **dict(options)))
 
         a, b = torch.randn(256, 256), torch.randn(256, 256)
         gemm_t, enc_t, dec_t = [], [], []

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 from .. import cluster, train, validate
 from . import check_method, make
+from .methods import SyncConfig
 from .codec_cost import DEFAULT_CODEC, check_codec
 
 
@@ -46,7 +47,8 @@ class TrainConfig:
             object.__setattr__(self, "eval_every", max(3, self.steps // 20))
         shapes = [tuple(p.shape) for p in train.make_model(self.width, self.layers, self.seed).parameters()]
         try:                                                    # bad options fail here, not on a rank
-            make(self.method, self.error_feedback, shapes=shapes, world_size=self.ranks, **self.options)
+            make(SyncConfig(method=self.method, error_feedback=self.error_feedback, shapes=shapes, world_size=self.ranks,
+                            **self.options))
         except TypeError as exc:
             raise ValueError(f"options: {self.method} does not take {', '.join(self.options)} ({exc})") from None
 

@@ -27,6 +27,7 @@ import torch
 
 from .base import Payload
 from .communicate import Compression
+from .methods import DEFAULTS
 from .sparsify import TopK, _check_ratio, k_of
 
 
@@ -42,7 +43,7 @@ class DGCTopK(TopK):
     """Top-k whose density follows DGC's warm-up schedule."""
     name = "dgc"
 
-    def __init__(self, ratio: float = 0.01, warmup_steps: int = 0):
+    def __init__(self, ratio: float = DEFAULTS["ratio"], warmup_steps: int = 0):
         super().__init__(ratio)
         self.warmup_steps = warmup_steps
 
@@ -96,7 +97,7 @@ class DGC(Compression):
     """DGC as a ``sync``: DGCTopK + DGCMemory, all-gathered; the optimizer must not add momentum."""
     handles_momentum = True
 
-    def __init__(self, ratio: float = 0.01, momentum: float = 0.9, clip_norm: float | None = 1.0,
+    def __init__(self, ratio: float = DEFAULTS["ratio"], momentum: float = 0.9, clip_norm: float | None = 1.0,
                  warmup_steps: int = 0, world_size: int = 1, error_feedback: bool = True, **kwargs):
         _check_ratio(ratio)
         super().__init__(DGCTopK(ratio, warmup_steps),

@@ -26,6 +26,7 @@ from .. import cluster, data, train
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import check_method, make
+from .methods import SyncConfig
 from .codec_cost import DEFAULT_CODEC, check_codec, codec_seconds
 
 LATE_STEP = 10**6            # the step index timed: past any warm-up (DGC's density schedule)
@@ -57,8 +58,8 @@ def one_step_each(comm, specs, width, layers, batch, seed=0):
     shapes = [tuple(p.shape) for p in model.parameters()]
     out = []
     for name, options, ef, encode_s, decode_s in specs:
-        sync = make(name, ef, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank, seed=seed,
-                    encode_s=encode_s, decode_s=decode_s, **options)
+        sync = make(SyncConfig(method=name, error_feedback=ef, shapes=shapes, world_size=comm.world_size,
+                               comm_rank=comm.rank, seed=seed, encode_s=encode_s, decode_s=decode_s, **options))
         dist.barrier(group=comm.group)              # every rank done with the previous method
         comm.restart_clock()
         sent = comm.bytes_sent

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from .. import collectives
+from .methods import DEFAULTS
 
 
 def should_compress(n: int, m: int, rank: int, min_compression_rate: float) -> bool:
@@ -66,7 +67,7 @@ class PowerSGD:
     handles_momentum = False
     communicator = "allreduce"
 
-    def __init__(self, shapes, rank: int = 1, error_feedback: bool = True, warm_start: bool = True,
+    def __init__(self, shapes, rank: int = DEFAULTS["rank"], error_feedback: bool = True, warm_start: bool = True,
                  start_iter: int = 0, min_compression_rate: float = 2.0, seed: int = 0,
                  epsilon: float = 0.0, algo: str = "ring", encode_s: float = 0.0, decode_s: float = 0.0):
         from .. import validate

@@ -23,6 +23,7 @@ import torch
 
 from .. import collectives, validate
 from .base import Compressor, Payload, bits_for, pack_bits, unpack_bits
+from .methods import DEFAULTS, levels_for_bits
 
 
 class Cast(Compressor):
@@ -83,7 +84,7 @@ class QSGD(Compressor):
     name = "qsgd"
     unbiased = True
 
-    def __init__(self, levels: int = 4, bucket: int = 128, seed: int = 0):
+    def __init__(self, levels: int = levels_for_bits(DEFAULTS["bits"]), bucket: int = 128, seed: int = 0):
         validate.whole(levels, "levels", 1, 127, int_only=True)
         validate.whole(bucket, "bucket", 1, int_only=True)
         self.levels, self.bucket = levels, bucket

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import validate
+from .. import seeds, validate
 from .base import Compressor, Payload
+from .methods import DEFAULTS
 
 
 def _check_ratio(ratio) -> float:
@@ -42,7 +43,7 @@ class TopK(Compressor):
     name = "topk"
     contractive = True
 
-    def __init__(self, ratio: float = 0.01):
+    def __init__(self, ratio: float = DEFAULTS["ratio"]):
         self.ratio = _check_ratio(ratio)
 
     def describe(self):
@@ -65,7 +66,7 @@ class RandomK(Compressor):
     name = "randomk"
     summable = True
 
-    def __init__(self, ratio: float = 0.01, rescale: bool = True, seed: int = 0):
+    def __init__(self, ratio: float = DEFAULTS["ratio"], rescale: bool = True, seed: int = 0):
         self.ratio, self.rescale, self.seed = _check_ratio(ratio), bool(rescale), seed
         self.unbiased = self.rescale
         self.contractive = not self.rescale
@@ -74,7 +75,7 @@ class RandomK(Compressor):
         return f"random-k {self.ratio:.3g}" + (" (x d/k)" if self.rescale else "")
 
     def indices(self, numel: int, step: int) -> torch.Tensor:
-        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + step)   # same on every rank
+        gen = seeds.torch_generator(self.seed, seeds.SAMPLING, step)    # same on every rank
         return torch.randperm(numel, generator=gen)[:k_of(self.ratio, numel)].sort().values
 
     def compress(self, x, step=0, shared=None):
@@ -94,7 +95,7 @@ class Threshold(Compressor):
     contractive = False          # below-threshold gradients are never sent: no fixed delta
     fixed_size = False
 
-    def __init__(self, tau: float = 1e-2):
+    def __init__(self, tau: float = DEFAULTS["tau"]):
         self.tau = validate.positive(tau, "tau", 1e3)        # |g| >= 1e3: nothing would ever be sent
 
     def describe(self):

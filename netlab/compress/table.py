@@ -92,6 +92,7 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
     from ..runtime.comm import Comm
     from ..net.presets import device
     from . import make
+    from .methods import SyncConfig
     from .communicate import Compression
 
     model = train.make_model(width, layers, seed)
@@ -103,7 +104,7 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
     shapes = [tuple(p.shape) for p in model.parameters()]
     rows = []
     for method, options in methods:
-        sync = make(method, shapes=shapes, seed=seed, **options)
+        sync = make(SyncConfig(method=method, shapes=shapes, seed=seed, **options))
         if isinstance(sync, Compression):
             payload = sync.compressor.compress(grad, 10**6, None)   # a late step: DGC past its warm-up
             parts = " + ".join(f"{str(t.dtype).replace('torch.', '')}[{t.numel()}]" for t in payload.tensors)

@@ -25,6 +25,7 @@ from .. import cluster, train
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import make
+from .methods import SyncConfig
 from .codec_cost import codec_seconds
 from .config import TrainConfig
 
@@ -57,8 +58,9 @@ def train_compressed(comm, method: str = "none", error_feedback: bool = False, s
     if sync_factory is not None:
         pipeline = sync_factory(comm)
     else:
-        pipeline = make(method, error_feedback, shapes=shapes, world_size=comm.world_size, comm_rank=comm.rank,
-                        seed=seed, encode_s=encode_s, decode_s=decode_s, **options)
+        pipeline = make(SyncConfig(method=method, error_feedback=error_feedback, shapes=shapes,
+                                   world_size=comm.world_size, comm_rank=comm.rank, seed=seed, encode_s=encode_s,
+                                   decode_s=decode_s, **options))
     sync = Counted(pipeline)
     res = train.fit(comm, steps=steps, width=width, layers=layers, batch=batch, lr=lr, seed=seed, sync=sync,
                     momentum=0.0 if pipeline.handles_momentum else momentum, eval_every=eval_every, model=model,

@@ -10,10 +10,9 @@ read it. Left out: the network and the device, which the launchers take beside t
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass, field, fields
 
-from .. import train, validate
+from .. import seeds, train, validate
 from .consistency import MODES, ssp_ready
 from .roles import Membership, Roles
 from .sharding import ShardMap
@@ -88,7 +87,7 @@ class PSConfig(Training):
         if self.straggle == "fixed":
             slow = worker >= self.roles.workers - self.stragglers
         else:
-            rng = random.Random(self.seed * 1_000_003 + step)
+            rng = seeds.python_random(self.seed, seeds.STRAGGLERS, step)
             slow = worker in rng.sample(range(self.roles.workers), self.stragglers)
         return self.slowdown if slow else 1.0
 

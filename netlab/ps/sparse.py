@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .. import validate
+from .. import seeds, validate
 from . import protocol
 from .sharding import djb2
 
@@ -62,16 +62,15 @@ def popularity(rows: int, a: float) -> np.ndarray:
     return weights / weights.sum()
 
 
-def lookups(cfg: SparseConfig, worker: int, step: int) -> np.ndarray:
+def lookups(cfg: SparseConfig, worker: int, step: int, stream: int = seeds.LOOKUPS) -> np.ndarray:
     """The row ids worker `worker` looks up at `step` (seeded: identical in every process)."""
-    rng = np.random.default_rng([cfg.seed, worker, step])
+    rng = seeds.generator(cfg.seed, stream, worker, step)
     return rng.choice(cfg.rows, size=cfg.lookups, p=popularity(cfg.rows, cfg.zipf))
 
 
 def hot_rows(cfg: SparseConfig, log_steps: int = 4) -> np.ndarray:
     """The `hot` most frequent rows of an access log sampled before training (other seeds, same law)."""
-    log = np.concatenate([lookups(SparseConfig(**{**cfg.__dict__, "seed": cfg.seed + 10_000}), w, t)
-                          for w in range(cfg.workers) for t in range(log_steps)])
+    log = np.concatenate([lookups(cfg, w, t, seeds.ACCESS_LOG) for w in range(cfg.workers) for t in range(log_steps)])
     counts = np.bincount(log, minlength=cfg.rows)
     return np.sort(np.argsort(-counts, kind="stable")[:cfg.hot])
 

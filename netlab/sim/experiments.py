@@ -12,8 +12,11 @@ predictions. Used by the chapter, the benchmarks (``benchmarks/sim_figures.py``)
 * ``nic_designs``: one NIC per server vs one per accelerator, rail-optimized or not.
 * ``ps_hotspot``: parameter-server push/pull on the same fabric; which link saturates.
 * ``scaling``: busbw against the number of ranks, per design.
+* ``panel_fabric``: the topology one setting of the chapter's fabric explorer describes (cached).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -147,3 +150,26 @@ def scaling(designs: dict, scales=(8, 64, 512, 4096), algo: str = "ring", nbytes
 def step_count(collective: str, algo: str, ranks: int, ranks_per_host: int = 1) -> int:
     """Steps in a schedule (for the chapter's arithmetic: a ring on 1,024 ranks is 2,046 steps)."""
     return sum(1 for _ in steps(collective, algo, ranks, ranks * 4, ranks_per_host)[0])
+
+
+@functools.lru_cache(maxsize=16)
+def panel_fabric(*, fabric: str, k: int, ratio: float, gpus: int, nics: str, ranks: int, nic: str = "100GbE",
+                 intra: str = "NVLink3"):
+    """The topology a fabric-explorer setting describes, with just enough servers for `ranks` (cached:
+    a panel rebuilds the same fabric on every change of the other controls).
+
+    `nics`: "rail" (one NIC per GPU, rail-optimized), "tor" (one per GPU, same ToR) or "single" (one
+    per server); `ratio` is a spine-leaf's oversubscription, `k` a fat-tree's radix.
+    """
+    host = Host(gpus, nics=1 if nics == "single" else gpus, rail=nics == "rail", intra=intra)
+    if ranks % gpus:
+        raise ValueError(f"ranks: {ranks} ranks do not fill servers of {gpus} GPUs")
+    hosts = ranks // gpus
+    if fabric == "fat-tree":
+        most = k ** 3 // 4 // host.nics * gpus
+        if ranks > most:
+            raise ValueError(f"ranks: a k={k} fat-tree holds {most} GPUs with this server design; raise k")
+        return fabrics.fat_tree(k, nic, host, hosts=hosts)
+    if fabric == "spine-leaf":
+        return fabrics.parse(f"spineleaf:8:4:{ratio:g}", ranks, nic, host)
+    raise ValueError(f"fabric: must be 'fat-tree' or 'spine-leaf', got {fabric!r}")

@@ -3,20 +3,17 @@ simulated all-reduce, its bottleneck link, and the fabric drawn with each link's
 
 Every answer is a simulator run (``netlab.sim``) of the same schedules the real ranks execute;
 a 1,024-rank ring takes 0.7 s and 4,096 ranks 3.3 s on 2 cores, figure included (measured on an idle machine).
-The chapter's other figures are in ``netlab.figures.topology``; running real ranks beside the simulator
-in ``netlab.sim.compare``.
+The topology a setting describes is built by ``netlab.sim.experiments.panel_fabric``; the chapter's other
+figures are in ``netlab.figures.topology``; running real ranks beside the simulator in ``netlab.sim.compare``.
 """
 from __future__ import annotations
-
-import functools
 
 import ipywidgets as widgets
 
 from .. import sim
+from ..sim.experiments import panel_fabric
 from ..figures.topology import draw as draw_topology
-from ..net import fabrics
 from ..net.routing import MODES
-from ..net.topology import Host
 from ..units import fmt_bytes, fmt_time, parse_bytes
 from .panel import Panel, choice, columns, dropdown, slider, toggle
 
@@ -25,24 +22,6 @@ ALGOS = [("flat ring", "ring"), ("hierarchical (leader per server)", "hierarchic
 NICS = [("one per GPU, rail-optimized", "rail"), ("one per GPU, same ToR", "tor"), ("one per server", "single")]
 RANKS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 SIZES = ["1M", "16M", "64M", "256M", "1G"]
-
-
-@functools.lru_cache(maxsize=16)
-def build(fabric: str, k: int, ratio: float, gpus: int, nics: str, ranks: int, nic: str = "100GbE",
-          intra: str = "NVLink3"):
-    """The topology a panel setting describes, with just enough servers for `ranks` (kept: builds are reused)."""
-    host = Host(gpus, nics=1 if nics == "single" else gpus, rail=nics == "rail", intra=intra)
-    if ranks % gpus:
-        raise ValueError(f"ranks: {ranks} ranks do not fill servers of {gpus} GPUs")
-    hosts = ranks // gpus
-    if fabric == "fat-tree":
-        most = k ** 3 // 4 // host.nics * gpus
-        if ranks > most:
-            raise ValueError(f"ranks: a k={k} fat-tree holds {most} GPUs with this server design; raise k")
-        return fabrics.fat_tree(k, nic, host, hosts=hosts)
-    if fabric == "spine-leaf":
-        return fabrics.parse(f"spineleaf:8:4:{ratio:g}", ranks, nic, host)
-    raise ValueError(f"fabric: must be 'fat-tree' or 'spine-leaf', got {fabric!r}")
 
 
 def describe(r) -> str:
@@ -90,7 +69,7 @@ class FabricPanel(Panel):
         return {"k": values["fabric"] != "fat-tree", "ratio": values["fabric"] != "spine-leaf"}
 
     def run(self, fabric, k, ratio, gpus, nics, placement, routing, algo, ranks, size, seed):
-        topo = build(fabric, k, float(ratio), gpus, nics, ranks)
+        topo = panel_fabric(fabric=fabric, k=k, ratio=float(ratio), gpus=gpus, nics=nics, ranks=ranks)
         return sim.simulate(topo, "allreduce", algo, parse_bytes(size, "size"), ranks, placement=placement,
                             routing=routing, seed=seed)
 
