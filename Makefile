@@ -1,6 +1,6 @@
 # netlab's commands:      make lab  (install, then open JupyterLab on labs/)
 #                         make test (install, then run every test, notebooks included)
-#                         make quick (install, then every test not marked slow: about 2½ min on 2 cores)
+#                         make quick (install, then every test not marked slow: about 2 min on 2 idle cores)
 # Everything goes into a local virtual environment, .venv/. torch is pinned and CPU-only: on Linux
 # tools/install_torch.py takes it from PyTorch's CPU index (PyPI's Linux wheel pulls several GB of
 # CUDA), falling back to the default index; a compatible torch already in .venv is kept.

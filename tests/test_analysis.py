@@ -49,6 +49,7 @@ def _overlapped(net, slowdown=None):
                        batch=256, bucket_bytes=1 << 20, slowdown=slowdown).trace
 
 
+@pytest.mark.slow
 def test_hta_agrees_on_breakdown_and_overlap(tmp_path):
     """HTA reads netlab's export and finds the same compute, exposed comm, idle and overlap (0.1 %)."""
     hta = pytest.importorskip("hta.trace_analysis")

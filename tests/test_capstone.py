@@ -75,6 +75,7 @@ def test_placement_and_oversubscription_matter_where_the_ring_crosses_the_spine(
     assert cs.effective_link(c, "hierarchical", "scattered").bandwidth == pytest.approx(nic / 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bucket, band", [(10**12, 1e-4), (300_000, 0.10)])
 def test_the_closed_form_agrees_with_real_ranks_where_they_fit(bucket, band):
     """One bucket: nothing depends on when gradients are ready, so the two agree but for the ring's chunks,

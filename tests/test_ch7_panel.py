@@ -28,6 +28,7 @@ def test_the_panel_shows_what_measure_step_measures_for_the_same_setting():
     assert f"overlap fraction {worst['overlap_frac']:.0%}" in panel.text
 
 
+@pytest.mark.slow
 def test_every_control_changes_the_figure():
     panel = Ch7Panel(ranks=2, bucket=20_000, bandwidth="1Gbit/s", latency="20us", shape=SHAPE)
     changes = dict(bucket=10**12, overlap=False, ranks=3, bandwidth="10Gbit/s", latency="100us")

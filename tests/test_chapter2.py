@@ -62,6 +62,7 @@ def test_examples_agree_with_their_definitions():
     assert all(after == [10, 20, 30] for _, after in gathered)
 
 
+@pytest.mark.slow
 def test_panel_measures_every_algorithm_beside_its_formula(capsys):
     panel = ch2.CollectivePanel(ranks=4, size="1M", bandwidth="10Gbit/s")
     rows = panel.rows

@@ -72,6 +72,7 @@ def deadlock(comm):
     comm.recv(t, (comm.rank + 1) % comm.world_size)  # everyone receives, nobody sends
 
 
+@pytest.mark.slow
 def test_a_hang_times_out_with_what_each_rank_waits_for():
     netlab.run(who_am_i, 0, ranks=3)
     pids = pool_pids()

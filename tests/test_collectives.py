@@ -68,6 +68,7 @@ def test_flat_algorithms_match_torch(case, p, n, dtype, seed, data):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(algo=st.sampled_from(["hierarchical", "hierarchical_rail"]), g=st.integers(1, 4), hosts=st.integers(1, 4),
        n=st.integers(1, 300), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 10**6))
+@pytest.mark.slow
 def test_hierarchical_algorithms_match_torch(algo, g, hosts, n, dtype, seed):
     net = netlab.network("10Gbit/s", "5us", ranks_per_host=g)
     res = netlab.run(ours_vs_torch, "allreduce", algo, n, dtype, 0, seed, ranks=g * hosts, network=net)

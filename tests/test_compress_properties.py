@@ -60,6 +60,7 @@ def test_terngrad_without_clipping_is_unbiased(x):
     assert looks_unbiased(TernGrad(clip=None, seed=2), x, spread)
 
 
+@pytest.mark.slow
 @few
 @given(vectors)
 def test_rescaled_random_k_is_unbiased(x):

@@ -36,6 +36,7 @@ def test_top_k_needs_error_feedback_and_gets_within_a_point_with_it(baseline):
     assert ef.step_s < baseline.step_s                                   # at 1 Gbit/s it pays
 
 
+@pytest.mark.slow
 def test_rescaled_random_k_diverges_with_error_feedback_and_trains_without():
     ef = run_training("randomk", ranks=4, steps=100, ratio=0.1, error_feedback=True, codec="free")
     plain = run_training("randomk", ranks=4, steps=100, ratio=0.1, codec="free")
@@ -156,6 +157,7 @@ def test_cli_bad_input_is_one_line_naming_the_parameter(capsys, argv, param):
     assert len(err) == 1 and err[0].startswith(f"netlab compress: error: {param}:")
 
 
+@pytest.mark.slow
 def test_panel_runs_headless_and_follows_the_method():
     from netlab.ui.ch4 import CompressPanel
     panel = CompressPanel(method="topk", ranks=2, steps=20, sweep=["100Mbit/s", "100Gbit/s"])

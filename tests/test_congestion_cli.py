@@ -38,6 +38,7 @@ def test_bad_input_is_one_line_naming_the_parameter_exit_2(args, name, capsys):
     assert len(err) == 1 and err[0].startswith(f"netlab congestion: error: {name}:"), err
 
 
+@pytest.mark.slow
 def test_bad_input_from_the_shell_has_no_traceback():
     proc = subprocess.run([sys.executable, "-m", "netlab", "congestion", "incast", "--pfc", "--xoff", "60K"],
                           capture_output=True, text=True, timeout=300)

@@ -1,4 +1,6 @@
 """Each exercise: the untouched stub fails its check, the reference solution passes it."""
+import pytest
+
 import netlab.check as check
 from solutions import ch1_step_time
 
@@ -26,6 +28,7 @@ def test_ch2_stub_fails_and_reference_passes():
     assert all(row["error"] == "0.0%" or float(row["error"][:-1]) < 1 for row in result.rows)
 
 
+@pytest.mark.slow
 def test_ch2_check_explains_what_is_wrong():
     def blocking_sends(comm, x):                 # every rank sends first: a deadlock
         p = comm.world_size

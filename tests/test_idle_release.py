@@ -32,6 +32,7 @@ def test_idle_pool_releases_its_processes(short_idle):
     assert set(pool_pids()).isdisjoint(pids)
 
 
+@pytest.mark.slow
 def test_busy_pool_is_not_released(short_idle):
     netlab.shutdown()
     netlab.set_idle_timeout(0.5)

@@ -136,6 +136,7 @@ def _ranks_plus(comm, k):
     return comm.rank + k
 
 
+@pytest.mark.slow
 def test_the_pool_serialises_concurrent_users_even_when_it_must_grow():
     """Two threads, one on 2 ranks and one on 6 (which replaces the pool): every run is whole."""
     results, errors = [], []

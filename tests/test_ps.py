@@ -104,6 +104,7 @@ def test_without_an_emulated_network_the_wall_clock_runs_the_same_bsp_model():
     assert torch.equal(ps.assemble(wall), ps.assemble(virtual))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["bsp", "ssp"])
 def test_training_on_the_digits_converges(mode):
     r = ps.run_ps(workers=4, servers=2, sharding="hash", mode=mode, staleness=2, steps=150, stragglers=1,
@@ -116,6 +117,7 @@ def mean(hist):
     return sum(k * v for k, v in hist.items()) / sum(hist.values())
 
 
+@pytest.mark.slow
 def test_staleness_bound_holds_and_orders_the_modes():
     kw = dict(workers=6, servers=2, sharding="hash", steps=12, stragglers=1, slowdown=4.0, width=64,
               partition_bytes=4096, eval_every=0)

@@ -1,8 +1,11 @@
 """Exercise 3 (SSP wait condition): the untouched stub fails its check, the reference passes it."""
+import pytest
+
 import netlab.check as check
 from solutions import ch3_ssp_wait
 
 
+@pytest.mark.slow
 def test_ch3_stub_fails_and_reference_passes():
     stub = check.ssp_wait()
     assert not stub.passed and "not implemented" in stub.message
@@ -16,6 +19,7 @@ def test_ch3_check_catches_an_off_by_one_and_a_condition_that_never_waits():
     assert not never_waits.passed
 
 
+@pytest.mark.slow
 def test_ch3_check_runs_the_answer_inside_real_servers():
     # right on every listed case (at most 3 workers), never waits with more workers
     def sneaky(step, clocks, s):

@@ -42,6 +42,7 @@ def test_hash_sharding_is_timed_by_its_hottest_server():
     assert r.comm_s == pytest.approx(expected, rel=0.05)
 
 
+@pytest.mark.slow
 def test_colocated_ps_moves_what_allreduce_moves_and_byteps_beats_both():
     net = netlab.network("10Gbit/s", "0us")
     colocated = hybrid.run_hybrid(8, 0, 0.0, latency="0us", width=256, partition_bytes=2048)
@@ -67,6 +68,7 @@ def _fingerprint(mode):
             r.server_bytes, ps.assemble(r).tolist())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["async", "ssp"])
 def test_async_and_ssp_give_identical_results_on_every_run_idle_or_loaded(mode):
     first, second = _fingerprint(mode), _fingerprint(mode)
