@@ -220,20 +220,23 @@ def ch7_ina(path=None) -> Prediction:
         ], correct=correct, path=path)
 
 
-def _parallel_runs(bandwidth: str):
-    from ..parallel import MODES, measure
-    shape = dict(ranks=4, latency="50us", width=256, layers=4, micro_batches=4)
-    return {m: measure(m, bandwidth=bandwidth, batch=256, **shape) for m in MODES}
+def _least_of_three(bandwidth: str, field: str, label: str, fmt):
+    """(measure, correct) for "which of dp, tp, pp has the least `field`": one run of each on
+    `bandwidth`, and the index of the least in ``parallel.MODES`` order (the options' order)."""
+    def measure():
+        from ..parallel import MODES, measure
+        shape = dict(ranks=4, latency="50us", width=256, layers=4, micro_batches=4)
+        value = {m: getattr(measure(m, bandwidth=bandwidth, batch=256, **shape), field) for m in MODES}
+        return {"value": value, "text": f"{label}, 4 ranks: " + ", ".join(f"{m} {fmt(v)}" for m, v in value.items())}
+
+    def correct(m):
+        return list(m["value"]).index(min(m["value"], key=m["value"].get))
+    return measure, correct
 
 
 def ch7_bytes(path=None) -> Prediction:
     """Chapter 7, section 7: which of data, tensor and pipeline parallelism sends the fewest bytes."""
-    def measure():
-        runs = _parallel_runs("10Gbit/s")
-        sent = {m: r.bytes_per_step for m, r in runs.items()}
-        return {"value": sent, "text": "bytes per step, 4 ranks: " + ", ".join(
-            f"{m} {b / 1e6:.2f} MB" for m, b in sent.items())}
-    modes = ("dp", "tp", "pp")
+    measure, correct = _least_of_three("10Gbit/s", "bytes_per_step", "bytes per step", lambda b: f"{b / 1e6:.2f} MB")
     return Prediction(
         "ch7-parallel-bytes", "Data (dp), tensor (tp) or pipeline (pp) parallelism, on the chapter's MLP with a "
         "global batch of 256 on 4 ranks: which sends the fewest bytes per step?", measure, options=[
@@ -247,17 +250,12 @@ def ch7_bytes(path=None) -> Prediction:
              "whatever the batch), tensor parallelism a little less (its traffic follows the batch and the "
              "number of layers, so at four times the batch it passes data parallelism's). The run below prints "
              "both batches."),
-        ], correct=lambda m: modes.index(min(m["value"], key=m["value"].get)), path=path)
+        ], correct=correct, path=path)
 
 
 def ch7_fastest(path=None) -> Prediction:
     """Chapter 7, section 7: which of the three has the fastest step on a slow (1 Gbit/s) network."""
-    def measure():
-        runs = _parallel_runs("1Gbit/s")
-        step = {m: r.step_s for m, r in runs.items()}
-        return {"value": step, "text": "step at 1 Gbit/s, 4 ranks: " + ", ".join(
-            f"{m} {s * 1e3:.3f} ms" for m, s in step.items())}
-    modes = ("dp", "tp", "pp")
+    measure, correct = _least_of_three("1Gbit/s", "step_s", "step at 1 Gbit/s", lambda t: f"{t * 1e3:.3f} ms")
     return Prediction(
         "ch7-parallel-fastest", "On a 1 Gbit/s network (same model, batch and ranks), whose step is fastest?",
         measure, options=[
@@ -272,4 +270,4 @@ def ch7_fastest(path=None) -> Prediction:
              "about the network: tensor parallelism's traffic grows with batch x layers, so it is kept inside a "
              "server on the fastest links (NVLink); the pipeline sends only the activations at its cuts, so it "
              "can span the slower links between servers; data parallelism's grows with the parameters alone."),
-        ], correct=lambda m: modes.index(min(m["value"], key=m["value"].get)), path=path)
+        ], correct=correct, path=path)
