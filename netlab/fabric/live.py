@@ -125,12 +125,16 @@ class FabricClient:
     def post_wait(self, kind: str, peer: int, seq: int, clock: float) -> None:
         self.conn.send(("wait", kind, peer, seq, clock))
 
+    def wait_any(self, keys: list, clock: float) -> None:
+        """About to block until the first of these receives ((peer, seq) each) completes; ``answer`` names it."""
+        self.conn.send(("any", [tuple(k) for k in keys], clock))
+
     def blocked_on_data(self, peer: int, seq: int, clock: float) -> None:
         """About to block until message `seq` from `peer` has moved, outside ``comm.wait`` (no answer comes)."""
         self.conn.send(("data", peer, seq, clock))
 
-    def answer(self) -> tuple[float, float]:
-        """(begin, end) of the message waited for, in virtual seconds."""
+    def answer(self) -> tuple:
+        """(begin, end) of the message waited for, in virtual seconds; after ``wait_any``: (peer, seq)."""
         reply = self.conn.recv()
         if isinstance(reply, str):
             raise RuntimeError(reply)
@@ -179,7 +183,7 @@ class Coordinator:
         n = self.ranks
         self.lb = [0.0] * n                          # a lower bound on each running rank's next send time
         self.state = ["run"] * n                     # run | blocked | data | done
-        self.waiting: list = [None] * n              # (kind, key) a blocked rank waits for
+        self.waiting: list = [None] * n              # (kind, key) a blocked rank waits for; ("any", [keys])
         self.data: list = [None] * n                 # (src, dst, seq) a rank blocked on data waits for, unsent
         self.promise = [0.0] * n                     # no send earlier than this: data it has already seen
         self.messages: dict[tuple, _Message] = {}    # (src, dst, seq) -> message
@@ -309,6 +313,9 @@ class Coordinator:
                     f"t={self.promise[rank]:.9g}s; the congestion fabric times a program conservatively and cannot "
                     f"go back in time (an asynchronous parameter server answers a fast worker after seeing a later "
                     f"push): run it with mode='bsp', or without congestion=")
+            if self.fabric is not None and start < self.fabric.now:
+                raise RuntimeError(f"network: rank {rank} sent at t={start:.9g}s, after the congestion fabric had "
+                                   f"timed events up to t={self.fabric.now:.9g}s (a send into its past)")
             self.lb[rank] = max(self.lb[rank], start)
             msg = self.messages[(rank, dst, seq)] = _Message(start, nbytes)
             if self.fabric is None:                                       # today's model: the sender's port
@@ -333,6 +340,12 @@ class Coordinator:
             self.lb[rank] = max(self.lb[rank], clock)
             key = (rank, peer, seq) if what == "send" else (peer, rank, seq)
             self.state[rank], self.waiting[rank] = "blocked", (what, key)
+        elif kind == "any":
+            _, keys, clock = message
+            if self.fabric is None:
+                raise RuntimeError("network: waiting for the first of several messages needs a packet fabric")
+            self.lb[rank] = max(self.lb[rank], clock)
+            self.state[rank], self.waiting[rank] = "blocked", ("any", [(peer, rank, seq) for peer, seq in keys])
 
     def _seen(self, rank: int, start: float) -> None:
         """`rank` has (or is about to have) data sent at `start`: it may send again, but not earlier."""
@@ -370,6 +383,16 @@ class Coordinator:
             if waiting is None:
                 continue
             what, key = waiting
+            if what == "any":
+                first = self._first(key)
+                if first is None or not self._final(first[0]):
+                    continue
+                end, (src, _, seq) = first
+                self.waiting[rank], self.state[rank] = None, "run"
+                self.lb[rank] = max(self.lb[rank], end)
+                self.conns[rank].send((src, seq))
+                answered = True
+                continue
             msg = self.messages.get(key)
             if msg is None:
                 continue
@@ -391,6 +414,24 @@ class Coordinator:
             answered = True
         return answered
 
+    def _first(self, keys: list):
+        """(end, key) of the earliest-completed of these messages (ties: lower sender, then seq); None if none is."""
+        done = [(m.end, key) for key in keys if (m := self.messages.get(key)) is not None and m.end is not None]
+        return min(done, default=None)
+
+    def _final(self, end: float) -> bool:
+        """Has every event at or before `end` been processed? Then no other message can still complete by
+        `end`: a flow not yet injected starts no earlier than the fabric's clock (>= end) and takes time."""
+        heap = self.fabric._heap
+        return not heap or heap[0][0] > end
+
+    def _horizon(self) -> float:
+        """Just past the earliest completion a rank waiting for the first of several messages could be told:
+        the fabric must not run beyond it (that rank will send at that time), only finish its ties."""
+        ends = [first[0] for what, keys in filter(None, self.waiting) if what == "any"
+                and (first := self._first(keys)) is not None]
+        return math.nextafter(min(ends), math.inf) if ends else math.inf
+
     def _advance(self) -> None:
         """Answer what can be answered, simulating the fabric only as far as no rank can still send."""
         while True:
@@ -399,16 +440,19 @@ class Coordinator:
                 return
             bound = self._bound()
             next_start = min((p[0] for p in self.pending), default=math.inf)
-            limit = min(bound, next_start)
+            horizon = self._horizon()
+            limit = min(bound, next_start, horizon)
             if self._simulate_before(limit):
                 continue                                                  # a message completed: answer it
-            if next_start < bound and next_start != math.inf:
+            if next_start < bound and next_start <= horizon and next_start != math.inf:
                 # every event before next_start is done: inject its flows, in a canonical order, now
                 now = sorted(p for p in self.pending if p[0] == next_start)
                 self.pending = [p for p in self.pending if p[0] != next_start]
                 for start, src, dst, seq in now:
                     self._inject(start, src, dst, seq)
                 continue
+            if horizon <= bound and horizon < next_start:
+                continue                                                  # every tie is in: answer the first
             return
 
     def _simulate_before(self, limit: float) -> bool:

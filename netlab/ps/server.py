@@ -7,12 +7,13 @@ momentum, bumps c's version, and answers with the fresh values (the pull). Consi
 once; under ASP and SSP each push is applied when it is taken, and SSP holds a worker's answer
 until the slowest worker is close enough.
 
-The order of pushes is decided in virtual time, never by when messages happen to arrive (that
-depends on the machine's load). The server keeps one posted receive per worker and takes the
-pending message with the smallest key (``protocol.py``) once every worker that could still send
-it an earlier one has a message pending. A worker is excused when it cannot send: it has finished,
-or it is waiting for an answer this server holds (any later message of it then leaves after the
-answer, so after everything the server takes meanwhile).
+The order of pushes is decided in virtual time, never by when messages happen to arrive in wall
+time (that depends on the machine's load). On the port model and the wall clock the server keeps
+one posted receive per worker and takes the pending message with the smallest key
+(``protocol.py``) once every worker that could still send it an earlier one has a message pending.
+A worker is excused when it cannot send: it has finished, or it is waiting for an answer this
+server holds (any later message of it then leaves after the answer, so after everything the server
+takes meanwhile).
 
 Why this cannot deadlock. Take, among all sent but untaken messages, the one m whose worker w
 started its push phase earliest (ties: lower rank), and its server S. If S were stuck, it would
@@ -24,6 +25,20 @@ slowest worker u's push of some step; S already took u's push of that step, with
 so u started before w too, and its untaken push contradicts the choice of m. Requires every worker
 to send all chunks of a step before waiting, in the same order and sizes (true for dense
 parameters on workers that are not also servers).
+
+On a packet fabric (``comm.clock.arrivals``: a congestion ``network`` other than the ideal
+transport with unlimited buffers) the server takes pushes in the order the fabric delivers them,
+as a real asynchronous server does: ``comm.wait_first`` over the posted receives of the workers
+not excused returns the one delivered first in virtual time (ties: lower rank, then the earlier
+message) once nothing in flight or unsent can arrive earlier; the push is taken at max(server
+clock, its arrival) and its answers leave then. Key order there would answer a fast worker at its
+push's time after having seen a later push: a send into the fabric's past, which a conservative
+simulation cannot take back (``netlab/fabric/live.py``). Nor can this deadlock: were every server
+to wait for ever, take the stuck worker x with the lowest step t; it waits for an answer of step t
+from some server S. If S has not taken x's push, x owes S nothing, so S waits on it and the
+fabric delivers it. If S holds the answer, some worker y's clock at that chunk is at most t; y,
+stuck at a step >= t, has sent that push, S has not taken it, y owes S nothing: the same. Under
+BSP the order of takes changes no sum (pushes are summed in rank order).
 
 Left out: server-side replication and fault tolerance (ps-lite's is in the paper, not the code);
 a server's arithmetic costs only ``network.gamma`` per byte summed (0 by default).
@@ -76,6 +91,7 @@ class DenseServer:
         self.outbox = collections.deque()                        # answers in flight (requests, buffers)
         self.posted = {}                                         # worker -> its next message (request, buffer)
         self.keys = {}                                           # worker -> (key, rank, chunk) once it is here
+        self.arrivals = comm.clock.arrivals                      # a packet fabric: take pushes as they land
 
     # ---- the loop ---------------------------------------------------------------------------
     def serve(self) -> ServerState:
@@ -95,11 +111,15 @@ class DenseServer:
             if not ready:
                 raise RuntimeError(f"server {self.server}: every worker still training waits for an answer this server "
                                    f"holds back -- does the SSP wait condition ever let a worker go?")
-            for w in ready:
-                if w not in self.keys:
-                    protocol.arrived(self.posted[w][0])          # wall-clock wait; decides nothing
-                    self.keys[w] = (protocol.header(self.posted[w][1])[0], w, self.next[w][1])
-            w = min(ready, key=self.keys.__getitem__)
+            if self.arrivals:                                    # the push the fabric delivers first
+                first = self.comm.wait_first(*[self.posted[w][0] for w in ready])
+                w = next(w for w in ready if self.posted[w][0] is first)
+            else:
+                for w in ready:
+                    if w not in self.keys:
+                        protocol.arrived(self.posted[w][0])      # wall-clock wait; decides nothing
+                        self.keys[w] = (protocol.header(self.posted[w][1])[0], w, self.next[w][1])
+                w = min(ready, key=self.keys.__getitem__)
             self._take(w)
             self._reap()
         for req, _ in self.outbox:

@@ -15,8 +15,9 @@ to post on a busy 2-core machine, so a second message per payload doubled a smal
 and as a message of its own ahead of larger ones; the sender books its outgoing port and the
 receiver its incoming port (``netlab.net.port``), each for alpha + n/B, and the receiver's clock
 moves to max(its clock, the message's end). ``FabricClock``: the same virtual time, but a
-congestion fabric (``netlab.fabric.live``) times every message. ``WallClock``:
-``time.perf_counter()`` since the run started; nothing is added to the messages.
+congestion fabric (``netlab.fabric.live``) times every message; on a packet fabric it also answers
+``first(requests)``: which of several posted receives is delivered first (``arrivals`` is True).
+``WallClock``: ``time.perf_counter()`` since the run started; nothing is added to the messages.
 
 Left out: moving data (``Comm`` posts the gloo sends and receives) and the trace's format.
 """
@@ -58,6 +59,7 @@ class WallClock:
     """Seconds of ``time.perf_counter()`` since the run began (torchrun on a real cluster, or loopback)."""
 
     virtual = False
+    arrivals = False             # cannot tell which of several messages arrives first in its time
 
     def __init__(self, *, rank: int, record):
         self.rank, self._record = rank, record       # record(kind, peer, nbytes, start, end)
@@ -109,6 +111,7 @@ class VirtualClock:
     """
 
     virtual = True
+    arrivals = False             # a port model: a message's end depends on its receiver's wait order
 
     def __init__(self, network, *, rank: int, record):
         self.network, self.rank, self._record = network, rank, record
@@ -189,6 +192,7 @@ class FabricClock(VirtualClock):
         self._fabric = FabricClient(network.congestion, rank)
         self._seq_out, self._seq_in = defaultdict(int), defaultdict(int)
         self._leaving: list = []                     # sends timed by the fabric that gloo has yet to move
+        self.arrivals = not network.congestion.ports_only   # a packet fabric knows when each message lands
 
     def restart(self) -> None:
         super().restart()
@@ -227,6 +231,18 @@ class FabricClock(VirtualClock):
 
         From here on this rank promises to send nothing earlier than that message's start."""
         self._fabric.blocked_on_data(req.peer, req.seq, self.t)
+
+    def first(self, requests: list):
+        """The posted receive among `requests` whose message the fabric delivers first (ties: the lower
+        sending rank, then the earlier message); blocks until that is certain, holding nothing back."""
+        if not self.arrivals:
+            raise ValueError("requests: the first of several messages to arrive needs a packet fabric "
+                             "(a Congestion that is not the ideal transport with unlimited buffers)")
+        if any(r.kind != "recv" for r in requests) or not requests:
+            raise ValueError("requests: one or more posted receives")
+        self._fabric.wait_any([(r.peer, r.seq) for r in requests], self.t)
+        peer, seq = self._fabric.answer()
+        return next(r for r in requests if (r.peer, r.seq) == (peer, seq))
 
     def complete(self, req) -> None:
         """A receive blocks on its data (reported first); a send only on the fabric's answer.

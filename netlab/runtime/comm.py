@@ -169,6 +169,20 @@ class Comm:
             req.done = True
         self._set_status("")
 
+    def wait_first(self, *requests: Request) -> Request:
+        """Complete whichever posted receive is delivered first in virtual time, and return it.
+
+        Only a packet fabric (``comm.clock.arrivals``) can tell: it answers once no message still in
+        flight or unsent can arrive earlier (ties: the lower sending rank, then the earlier message)."""
+        if self._status is not None and requests:
+            self._status(f"waiting for the first of {len(requests)} receives at t={self.now():.6g}s")
+        if not self.clock.arrivals:
+            raise ValueError("requests: the first of several messages to arrive needs a packet fabric "
+                             "(network=netlab.network(..., congestion=Congestion('reno', ...)))")
+        first = self.clock.first(list(requests))
+        self.wait(first)
+        return first
+
     def send(self, tensor, dst, nbytes=None) -> None:
         self.wait(self.isend(tensor, dst, nbytes))
 
