@@ -17,10 +17,17 @@ that every rank reports to over a private Unix socket:
     clock or later, so the fabric only processes events strictly earlier than the smallest such
     clock. Flows are injected in a canonical order (start, src, dst, seq), so the answer is the
     same whichever rank's report reaches the coordinator first: deterministic on any machine.
-  * a rank about to block on data outside ``comm.wait`` (the parameter server's ``Request.arrive``)
-    reports it; it is bounded by that message's start (it promises to send nothing earlier) or, while
-    the message is unsent, by its sender's bound. A send that breaks the promise (an asynchronous
-    parameter server's answer after a later push) is refused with a clear error (docs/fabric.md).
+  * a rank about to block on data outside ``comm.wait`` (``Request.arrive``, which the parameter
+    server uses on the port model) reports it; it is bounded by that message's start (it promises to
+    send nothing earlier) or, while the message is unsent, by its sender's bound. A send that breaks
+    the promise is refused with a clear error (docs/fabric.md), as is any send earlier than an event
+    the fabric has already processed;
+  * ``comm.wait_first`` (a parameter server taking pushes as they land, ASP and SSP included) is
+    reported like a wait on several receives: the coordinator answers with the one delivered first
+    (ties: lower sender, then earlier message) once every event at or before its delivery time
+    has been processed; until it answers, the fabric runs no further than that time, at which the
+    rank may send again. A message not yet injected starts no earlier than the fabric's clock, so
+    it cannot arrive earlier.
 
 The ideal transport with unlimited buffers and no ECN/PFC is today's port model (each NIC port
 serves messages in the order its program posts them, alpha + n/B each): the coordinator books the
@@ -311,8 +318,8 @@ class Coordinator:
                 raise RuntimeError(
                     f"network: rank {rank} sent at t={start:.9g}s after waiting outside comm.wait for data sent at "
                     f"t={self.promise[rank]:.9g}s; the congestion fabric times a program conservatively and cannot "
-                    f"go back in time (an asynchronous parameter server answers a fast worker after seeing a later "
-                    f"push): run it with mode='bsp', or without congestion=")
+                    f"go back in time: take messages as they arrive with comm.wait_first, or run without "
+                    f"congestion=")
             if self.fabric is not None and start < self.fabric.now:
                 raise RuntimeError(f"network: rank {rank} sent at t={start:.9g}s, after the congestion fabric had "
                                    f"timed events up to t={self.fabric.now:.9g}s (a send into its past)")
