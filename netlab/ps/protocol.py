@@ -6,7 +6,8 @@ Message layout (one fp32 tensor per chunk, so one ``comm`` message):
 
 * key: when the message was sent, in integer picoseconds of virtual time: the worker's clock at
   the start of its push phase plus the nominal send offset of the chunk (the messages before it on
-  the worker's NIC). Servers apply pushes in key order, ties broken by worker rank, then chunk.
+  the worker's NIC). Servers apply pushes in key order, ties broken by worker rank, then chunk
+  (on the port model and the wall clock; on a packet fabric, in arrival order).
 * step: the worker's step (its clock); version: on a push, the version of the chunk the worker
   computed on; on a pull reply, the chunk's version now. flags: LAST on a worker's final push.
 
@@ -17,7 +18,8 @@ applies the one with the smallest key (conservative discrete-event simulation, C
 All keys of a worker's step are its start time plus offsets common to all workers, so the keys
 order every server's messages consistently and the rule cannot deadlock (proof in
 ``server.py``). With the wall clock (no emulated network) offsets are zero and the order is the
-workers' real start times.
+workers' real start times. On a packet fabric keys order nothing: servers take pushes in the order
+the fabric delivers them (``server.py``, ``Comm.wait_first``), which is just as deterministic.
 """
 from __future__ import annotations
 
