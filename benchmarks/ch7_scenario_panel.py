@@ -26,6 +26,7 @@ for kind in scenarios.KINDS:
         panel.set(scenario=kind, seed=seed)
         assert panel.error is None and not panel.text.startswith(("cannot", "error")), panel.text
         times.append(panel.seconds)
-    print(f"{kind:>13}: " + ", ".join(f"{x:.2f}" for x in times) + f" s  (seeds 0-2; median {statistics.median(times):.2f})")
+    print(f"{kind:>13}: " + ", ".join(f"{x:.2f}" for x in times)
+          + f" s  (seeds 0-2; median {statistics.median(times):.2f})")
 panel.set(scenario="none")
 print(f"back to the step: {panel.seconds:.2f} s; load now {os.getloadavg()[0]:.1f}")

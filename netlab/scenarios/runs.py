@@ -4,7 +4,8 @@ Two workloads: chapter 7's data-parallel step (``overlap.overlapped_step``: DDP-
 ring all-reduced during the backward pass) and chapter 3's sparse embedding on parameter servers
 (``ps.sparse.rank_main``: pull rows, compute, push gradients, 2 BSP steps). The culprit is put in
 by the network (``links``), the step's ``slowdown``, the bucket cap, where the popular keys
-live, or a host that pauses its switch port (``netlab.fabric.storm`` on the live fabric). Left out: anything not decided by the plan (``netlab.scenarios.plan``).
+live, or a host that pauses its switch port (``netlab.fabric.storm`` on the live fabric). Left out:
+anything not decided by the plan (``netlab.scenarios.plan``).
 """
 from __future__ import annotations
 

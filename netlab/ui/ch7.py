@@ -13,8 +13,8 @@ kind chosen, its culprit drawn from ``seed``, run on real ranks. The panel then 
 may see, never the truth: the public setup, the per-rank timeline and the sender x receiver maps
 (``figures.trace.timeline``, ``peer_matrix``), and beside them the analysis (breakdown, HTA's
 straggler, NIC utilisation, PFC pauses per port); ``last`` is then the scenario's trace. The step's
-controls are greyed out meanwhile: a scenario fixes its own cluster. Left out: DDP's smaller first bucket (every bucket here has the
-chosen cap) and other algorithms than the ring.
+controls are greyed out meanwhile: a scenario fixes its own cluster. Left out: DDP's smaller first
+bucket (every bucket here has the chosen cap) and other algorithms than the ring.
 """
 from __future__ import annotations
 
