@@ -22,8 +22,13 @@ its messages):
   link's bandwidth and the share of that time spent on latency (alpha) rather than bytes: the
   evidence for a slow NIC, an oversubscribed spine or buckets too small (``netlab.scenarios``).
 
-Works on virtual-time and wall-clock traces alike (``Trace.virtual``). Left out: queues, drops and
-pauses (the network model has no switch buffers yet), HTA's idle-time sub-categories.
+* pauses: on a congestion fabric with PFC (``netlab.fabric.live``), per port that was ever paused,
+  how long and how often, and who paused it: a switch port toward a host is paused by that host's
+  NIC, a host's NIC by the switch (its ingress counter crossed Xoff). A storm shows as a switch port
+  paused by its host, and the NICs that feed that port paused by the switch (``netlab.scenarios``).
+
+Works on virtual-time and wall-clock traces alike (``Trace.virtual``). Left out: queue and drop
+statistics beyond the fabric's own counter tracks, and HTA's idle-time sub-categories.
 """
 from __future__ import annotations
 
@@ -173,7 +178,7 @@ def analyze(trace: Trace, bins: int = 50) -> dict:
             "critical_path": path, "critical_path_totals": on_path,
             "utilisation": {r: {"mean_out": u["mean_out"], "mean_in": u["mean_in"], "bytes_out": u["bytes_out"]}
                             for r, u in util["ranks"].items()},
-            "links": peer_links(trace)}
+            "links": peer_links(trace), "pauses": pauses(trace)}
 
 
 def peer_links(trace: Trace, latency: float | None = None) -> list[dict]:
@@ -211,3 +216,27 @@ def peer_links(trace: Trace, latency: float | None = None) -> list[dict]:
                      "rate_Bps": nbytes / busy, "alpha_s": alpha, "bandwidth_Bps": bw,
                      "latency_share": count * alpha / busy if alpha is not None else None})
     return rows
+
+
+def pauses(trace: Trace) -> list[dict]:
+    """Per fabric port that was ever paused (PFC), busiest first: ``port``, ``paused_s`` (time some
+    priority was paused, up to the step's end), ``pauses`` (times it went from running to paused),
+    ``share`` (paused_s over the step), ``rank`` (the host at the port's end) and ``by`` (who sends
+    the PAUSE: ``"host"`` for the switch's port toward a host, ``"switch"`` for a host's NIC).
+    Read from the trace's counter tracks (``<port> paused``); empty without a congestion fabric."""
+    import re
+    end = trace.makespan
+    rows = []
+    for c in trace.counters:
+        if not c["track"].endswith(" paused"):
+            continue
+        port = c["track"][:-len(" paused")]
+        down, nic = re.fullmatch(r"switch->rank(\d+)", port), re.fullmatch(r"rank(\d+)\.nic", port)
+        if not (down or nic):
+            continue                                      # another job's NIC: not a rank of this trace
+        times, values = list(c["t"]) + [end], list(c["v"])
+        paused = sum(max(0.0, min(times[i + 1], end) - times[i]) for i in range(len(values)) if values[i] > 0)
+        starts = sum(1 for i in range(len(values)) if values[i] > 0 and (i == 0 or values[i - 1] == 0))
+        rows.append({"port": port, "rank": int((down or nic).group(1)), "by": "host" if down else "switch",
+                     "paused_s": paused, "pauses": starts, "share": paused / end if end > 0 else 0.0})
+    return sorted(rows, key=lambda r: (-r["paused_s"], r["port"]))

@@ -73,3 +73,43 @@ def test_one_node_greys_out_bucket_and_overlap_and_too_many_nodes_are_refused():
 def test_a_setting_the_controls_do_not_offer_is_refused_by_name(kwargs, name):
     with pytest.raises(ValueError, match=f"^{name}:"):
         Ch7Panel(shape=SHAPE, **kwargs)
+
+
+def test_the_scenario_control_shows_a_scenarios_evidence_and_not_its_truth():
+    """The panel's scenario view prints what the analysis reads from the same scenario run apart."""
+    from netlab import scenarios
+    panel = Ch7Panel(ranks=2, shape=SHAPE)
+    assert panel.controls["seed"].disabled and not panel.controls["ranks"].disabled
+    first, runs = png(panel), panel.runs
+    panel.set(scenario="pfc_storm", seed=2)
+    assert panel.runs == runs + 1 and panel.error is None, panel.text
+    assert all(panel.controls[n].disabled for n in ("bucket", "overlap", "ranks", "bandwidth", "latency"))
+    assert not panel.controls["seed"].disabled and png(panel) != first
+    ref = scenarios.scenario("pfc_storm", 2)                         # run independently
+    assert panel.last.makespan == ref.trace.makespan and fmt_time(ref.trace.makespan) in panel.text
+    for row in analysis.breakdown(ref.trace):
+        assert fmt_time(row["compute_s"]) in panel.text and fmt_time(row["exposed_comm_s"]) in panel.text
+    paused = analysis.pauses(ref.trace)
+    assert paused and all(f"{p['port']}: {p['share']:.0%}, {p['pauses']}x, by the {p['by']}" in panel.text
+                          for p in paused)
+    assert ref.setup["network"] in panel.text and "storm" not in panel.text.split(":", 1)[1]   # the kind, once
+    storm = ref.plan.knobs
+    assert f"{storm['period'] * 1e6:g} us" not in panel.text and "culprit" not in panel.text
+
+    before = png(panel)
+    panel.set(scenario="slow_link")                                   # same seed, another kind
+    assert panel.error is None and png(panel) != before
+    assert "PFC pauses: none (no switch model" in panel.text
+    assert fmt_time(scenarios.scenario("slow_link", 2).trace.makespan) in panel.text
+
+    panel.set(seed=-1)                                                # refused in one line, named
+    assert panel.text.startswith("cannot run this setting: seed:")
+    panel.set(scenario="none", seed=0)                                # back to the bucketed step
+    assert not panel.controls["ranks"].disabled and panel.controls["seed"].disabled
+    assert panel.last.ranks == 2 and panel.error is None
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(scenario="dns"), "scenario"), (dict(seed=-1), "seed")])
+def test_a_scenario_the_control_does_not_offer_is_refused_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        Ch7Panel(shape=SHAPE, **kwargs)

@@ -17,6 +17,9 @@ from netlab.net.network import network
 
 
 def diagnose(trace, setup) -> dict | None:
+    by_host = [p for p in analysis.pauses(trace) if p["by"] == "host"]
+    if by_host:                                         # a host paused its own switch port: a pause storm
+        return {"kind": "pfc_storm", "rank": max(by_host, key=lambda p: p["paused_s"])["rank"]}
     pairs = analysis.peer_links(trace, latency=setup["latency_s"])
     slow = {(p["src"], p["dst"]) for p in pairs if p["bandwidth_Bps"] < 0.7 * setup["bandwidth_Bps"]}
     if slow:
@@ -68,6 +71,52 @@ def test_the_evidence_names_every_culprit(name):
         assert {w for w, _ in seen} == {"allreduce", "ps"} and len(seen) == len(SEEDS)
     if name in ("straggler", "hot_shard", "spine"):
         assert len(seen) >= 2               # the seed moves the culprit
+
+
+def _allreduce_span(trace):
+    regions = [e for r in range(trace.world_size) for e in analysis.collectives_of(trace, r)]
+    return max(e.end for e in regions) - min(e.start for e in regions)
+
+
+def test_a_pause_storm_spreads_one_hop_and_slows_the_step_by_what_its_pause_fraction_implies():
+    """The stalled host's port is paused on its schedule (closed form), the NIC that feeds it is paused by the
+    switch, the healthy fabric pauses nothing, and the all-reduce takes at least R / ((1 - f) B) - f P."""
+    from netlab import cluster, overlap
+    from netlab.net.presets import device
+    out = scenarios.scenario("pfc_storm", 2)
+    rank, f, period = out.truth["rank"], out.plan.knobs["fraction"], out.plan.knobs["period"]
+    clean = cluster.run(overlap.overlapped_step, ranks=scenarios.RANKS, network=scenarios.storm_network(),
+                        device=device("cpu-core"), bucket_bytes=scenarios.BIG_BUCKET, overlap=True,
+                        **scenarios.SHAPE).trace
+    assert analysis.pauses(clean) == []
+    rows = {p["port"]: p for p in analysis.pauses(out.trace)}
+    end = out.trace.makespan                          # the schedule: paused on [kP, kP + fP) from t = 0
+    want = sum(max(0.0, min(k * period + f * period, end) - k * period) for k in range(int(end / period) + 1))
+    mine = rows.pop(f"switch->rank{rank}")
+    assert mine["by"] == "host" and mine["paused_s"] == pytest.approx(want, rel=1e-6)
+    feeder = (rank - 1) % scenarios.RANKS             # the ring's rank that sends to the stalled host
+    assert set(rows) == {f"rank{feeder}.nic"} and rows[f"rank{feeder}.nic"]["by"] == "switch"
+    assert rows[f"rank{feeder}.nic"]["paused_s"] > 0
+    B = out.setup["bandwidth_Bps"]
+    R = sum(e.bytes for e in out.trace.of(rank, "recv"))
+    assert R == sum(e.bytes for e in clean.of(rank, "recv"))     # the same all-reduce, only slower
+    bound = R / ((1 - f) * B) - f * period            # its port carries at most (1 - f) B, but for one period
+    assert _allreduce_span(out.trace) >= bound
+    assert out.trace.makespan - clean.makespan >= bound - _allreduce_span(clean) > 0.5 * R / B
+
+
+def test_a_storm_needs_pfc_and_a_rank_that_exists():
+    from netlab import cluster, overlap
+    from netlab.fabric.live import Congestion
+    from netlab.fabric.storm import Storm
+    with pytest.raises(ValueError, match="^storm:"):
+        Congestion("ideal", buffer="128K", storm=Storm(0, 0.5))
+    with pytest.raises(ValueError, match="^storm-fraction:"):
+        Storm(0, 1.5)
+    with pytest.raises(ValueError, match="^storm-rank:"):
+        Storm(-1, 0.5)
+    with pytest.raises(ValueError, match="^storm-rank:"):
+        cluster.run(overlap.overlapped_step, ranks=2, network=scenarios.storm_network(Storm(5, 0.5)))
 
 
 def test_slow_pairs_run_at_the_closed_form_speed():

@@ -109,25 +109,38 @@ def _judge(plan, kind, where) -> tuple[bool, str]:
             what = {"slow_link": f"rank {where}'s NIC ran at {plan.knobs.get('fraction', 0):.0%} of the others' bandwidth",
                     "straggler": f"rank {where} computed {plan.knobs.get('slowdown', 0):g} times longer than the others",
                     "hot_shard": f"server rank {where} holds the popular key range (Zipf a = "
-                                 f"{plan.knobs.get('zipf', 0):g}) and took most pulls and pushes"}[kind]
+                                 f"{plan.knobs.get('zipf', 0):g}) and took most pulls and pushes",
+                    "pfc_storm": f"rank {where}'s NIC paused the switch port toward it "
+                                 f"{plan.knobs.get('fraction', 0):.0%} of every "
+                                 f"{plan.knobs.get('period', 0) * 1e6:g} us: a PFC pause storm, which the switch "
+                                 f"passed on to the NIC that feeds that port"}[kind]
             return True, what
         hint = {"slow_link": "some of that rank's pairs move their bytes at the NIC's full speed; the slow NIC is "
                              "the one rank that every slow pair touches (peer_links with the stated latency)",
                 "straggler": "that rank waits inside the all-reduce for the straggler; the straggler computes the "
                              "longest and enters the collective last, spending the least time in it",
                 "hot_shard": "that rank receives no more than the other servers; the hot shard is the server whose "
-                             "incoming bytes stand out"}[kind]
+                             "incoming bytes stand out",
+                "pfc_storm": "the switch paused that rank's NIC, or nothing paused it: a victim. The storm starts "
+                             "at the one switch port that its own host pauses (analysis.pauses: by='host')"}[kind]
         if kind == "hot_shard" and where not in setup.get("servers", []):
             hint = f"rank {where} is not a parameter server here (servers: ranks {setup.get('servers')})"
         return False, f"right kind, wrong rank: {hint}"
+    storm = truth["kind"] == "pfc_storm"
     hints = {
+        "pfc_storm": "no port of this run was paused: its network has no switch with PFC (see the setup), so "
+                     "nothing could send a PAUSE",
         "straggler": "every rank computes for the same time (breakdown's compute_s); a rank that enters a collective "
                      "last there was held up by the network, not by its own compute",
-        "slow_link": ("the slow pairs do not all touch one rank: in a ring they are the pairs whose two ranks sit on "
+        "slow_link": ("every NIC sends at the stated speed while it runs; the slow pair's bytes waited in "
+                      "paused ports (analysis.pauses): who paused them?" if storm else
+                      "the slow pairs do not all touch one rank: in a ring they are the pairs whose two ranks sit on "
                       "different leaves" if truth["kind"] == "spine" else
                       "every pair of ranks moves its bytes at the NIC's stated bandwidth (peer_links with the stated "
                       "latency): no NIC is slow"),
-        "spine": ("the slow pairs all share one rank: a spine slows the pairs between leaves, and in a ring those "
+        "spine": ("one switch joins the NICs here (the setup): there is no spine; look at which ports were "
+                  "paused, and by whom" if storm else
+                  "the slow pairs all share one rank: a spine slows the pairs between leaves, and in a ring those "
                   "share no rank" if truth["kind"] == "slow_link" else
                   "no pair of ranks is slower than the NIC's stated bandwidth, so nothing between leaves holds the "
                   "bytes back"),
@@ -142,7 +155,7 @@ def _judge(plan, kind, where) -> tuple[bool, str]:
 
 def find_bottleneck(answer=None, seed=0) -> CheckResult:
     """Grade a named culprit of the scenario `seed` draws (``netlab.scenarios.draw``): its kind, and its rank
-    (slow_link, straggler, hot_shard) or the ranks of one leaf (spine). Nothing is run: the seed decides."""
+    (slow_link, straggler, hot_shard, pfc_storm) or the ranks of one leaf (spine). Nothing is run: the seed decides."""
     from ..scenarios import check_seed, pick, plan
     seed = check_seed(seed)
     name = "Find the bottleneck"

@@ -64,6 +64,8 @@ class Congestion:
     background: load (0 to 0.95 of the line rate) of another job's traffic into rank
                ``background_to``'s switch port: Poisson arrivals of ``background_size``-byte flows
                from one more host, with this transport, seeded by ``seed`` (as ``scenarios.incast``).
+    storm:     ``netlab.fabric.storm.Storm``: one host's NIC pauses the switch port toward it part of
+               the time (a PFC pause storm; needs ``pfc``).
     """
     transport: str = "ideal"
     buffer: float | None = None
@@ -75,6 +77,7 @@ class Congestion:
     background: float = 0.0
     background_to: int = 0
     background_size: int = 64 * 1024
+    storm: object = None
     address: str = ""           # set by the launcher for one run
     authkey: bytes = b""
 
@@ -96,12 +99,18 @@ class Congestion:
         validate.whole(self.background_to, "background_to", 0, None, int_only=True)
         validate.whole(self.background_size, "background_size", 1, 1 << 30, int_only=True)
         validate.seed(self.seed)
+        if self.storm is not None:
+            from .storm import Storm
+            if not isinstance(self.storm, Storm):
+                raise ValueError(f"storm: must be a netlab.fabric.storm.Storm, got {self.storm!r}")
+            if self.pfc is None:
+                raise ValueError("storm: a PFC pause storm needs pfc= (lossless priorities to pause)")
 
     @property
     def ports_only(self) -> bool:
         """True when this is today's model: an ideal sender, unlimited buffers, no ECN, PFC or other job."""
         return (self.transport == "ideal" and self.buffer is None and self.ecn is None and self.pfc is None
-                and not self.background)
+                and not self.background and self.storm is None)
 
     def describe(self) -> str:
         if self.ports_only:
@@ -115,6 +124,8 @@ class Congestion:
             parts.append(f"RTOmin {self.rto_min * 1e3:g} ms")
         if self.background:
             parts.append(f"another job at {self.background:.0%} load into rank {self.background_to}")
+        if self.storm is not None:
+            parts.append(self.storm.describe())
         return ", ".join(parts)
 
 
@@ -176,6 +187,8 @@ class Coordinator:
         if network.ranks_per_host != 1:
             raise ValueError("congestion: one rank per host only on real ranks (intra-host links are not "
                              "modelled by the switch fabric)")
+        if self.spec.storm is not None and self.spec.storm.rank >= ranks:
+            raise ValueError(f"storm-rank: rank {self.spec.storm.rank} of {ranks}")
         key = secrets.token_bytes(16)
         self.address = os.path.join(directory, f"fabric-{secrets.token_hex(4)}")
         self._listener = Listener(self.address, "AF_UNIX", authkey=key)
@@ -216,6 +229,9 @@ class Coordinator:
             self.flows = []
             if self.spec.background:
                 self._background(link, hop)
+            if self.spec.storm is not None:                  # one host pauses its downlink (fabric/storm.py)
+                self.spec.storm.install(self.fabric, self.downs[self.spec.storm.rank], self.spec.pfc.priorities,
+                                        lambda: not self._stop.is_set() and any(s != "done" for s in self.state))
 
     def _background(self, link, hop) -> None:
         """Another job's seeded Poisson flows into one rank's port, for as long as any rank runs."""

@@ -17,15 +17,20 @@ time), never a canned trace. The kinds and their culprits:
 * ``spine``: the ranks sit on two leaves whose uplinks are oversubscribed (``links.spine``) --
   culprit: which ranks share a leaf;
 * ``small_bucket``: DDP-style buckets so small that each all-reduce pays its latency 2(p-1) alpha
-  for little data -- culprit: the bucket size (no rank).
+  for little data -- culprit: the bucket size (no rank);
+* ``pfc_storm``: the all-reduce step on one switch with PFC (``netlab.fabric.live``, ideal transport,
+  lossless); one host's NIC pauses the switch port toward it 60-80 % of every 200 us
+  (``netlab.fabric.storm``, Guo et al., SIGCOMM 2016): that port's queue fills, the switch pauses
+  the port of the rank that feeds it, and the whole ring waits -- culprit: the pausing host's rank
+  (``analysis.pauses``: its switch port is the one paused by a host; the others are paused by the switch).
 
 Seeds: ``plan(name, seed)`` derives the culprit and its strength from ``numpy.random.SeedSequence``
 ([seed, scenario]), ``pick(seed)`` the scenario from SeedSequence(seed); both are pure, so a
 grader knows the truth without running anything. ``seed_of(text)`` turns a student's name or ID
 into a seed (SHA-256, stable across machines and Python runs, unlike ``hash``).
 
-Left out: a PFC pause storm (the congestion fabric, ``netlab.fabric.live``, times one switch per
-run, and a storm needs a lossless multi-hop fabric to spread), and culprits that combine.
+Left out: culprits that combine, and a storm across several switches (the live fabric has one; a
+storm there spreads one hop, to the hosts that send to the stalled one).
 """
 from __future__ import annotations
 
@@ -36,12 +41,14 @@ import numpy as np
 
 from .. import validate
 
-KINDS = ("slow_link", "straggler", "hot_shard", "spine", "small_bucket")
+KINDS = ("slow_link", "straggler", "hot_shard", "spine", "small_bucket", "pfc_storm")
 RANKS = 4                         # all-reduce ranks
 PS_LAYOUT = (4, 3)                # parameter-server runs: workers, servers
 NETWORK = ("10Gbit/s", "50us")    # the nominal NIC every scenario states (chapter 7's)
 SHAPE = dict(width=128, layers=8, batch=64)
 BIG_BUCKET = 10**12               # one bucket: the gradient all-reduced whole
+STORM_BUFFER = 128 * 1024         # pfc_storm: bytes per switch port, Xoff = buffer - PFC headroom
+STORM_PERIOD = 200e-6             # pfc_storm: the stalled NIC pauses part of every period (s)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,17 @@ def _setup(workload: str) -> dict:
                     f"{k} parameter servers (ranks {w}-{w + k - 1}), 2 steps", **base}
 
 
+def storm_network(storm=None):
+    """The pfc_storm scenario's network: the stated NIC through one switch with PFC, ideal transport;
+    `storm` (a ``netlab.fabric.storm.Storm``) puts the stalled host in, None leaves the fabric healthy."""
+    from ..fabric.live import Congestion
+    from ..fabric.switch import PFC, pfc_headroom
+    from ..net.network import network
+    nic = network(*NETWORK).nic
+    pfc = PFC(STORM_BUFFER - pfc_headroom(nic.bandwidth, nic.latency / 2))
+    return network(*NETWORK, congestion=Congestion("ideal", buffer=STORM_BUFFER, pfc=pfc, storm=storm))
+
+
 def plan(name: str, seed=0) -> Plan:
     """The scenario `name` with the culprit `seed` draws (nothing runs)."""
     validate.choice(name, "name", KINDS)
@@ -134,6 +152,13 @@ def plan(name: str, seed=0) -> Plan:
         return Plan(name, seed, _setup("allreduce"),
                     {"kind": name, "leaf": one, "other": sorted(set(range(RANKS)) - set(one))},
                     {"leaf": leaf, "ratio": float(rng.choice([4, 6, 8])), "bucket_bytes": BIG_BUCKET})
+    if name == "pfc_storm":
+        setup = _setup("allreduce")
+        setup["network"] = storm_network().describe()
+        setup["what"] += "; the NICs share one switch with PFC (lossless)"
+        rank, fraction = int(rng.integers(RANKS)), float(rng.choice([0.6, 0.7, 0.8]))
+        return Plan(name, seed, setup, {"kind": name, "rank": rank},
+                    {"fraction": fraction, "period": STORM_PERIOD, "bucket_bytes": BIG_BUCKET})
     cap = int(rng.choice([1, 1_000, 4_000]))
     return Plan(name, seed, _setup("allreduce"), {"kind": name}, {"bucket_bytes": cap})
 

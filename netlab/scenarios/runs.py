@@ -3,8 +3,9 @@
 Two workloads: chapter 7's data-parallel step (``overlap.overlapped_step``: DDP-style buckets
 ring all-reduced during the backward pass) and chapter 3's sparse embedding on parameter servers
 (``ps.sparse.rank_main``: pull rows, compute, push gradients, 2 BSP steps). The culprit is put in
-by the network (``links``), the step's ``slowdown``, the bucket cap, or where the popular keys
-live. Left out: anything not decided by the plan (``netlab.scenarios.plan``).
+by the network (``links``), the step's ``slowdown``, the bucket cap, where the popular keys
+live, or a host that pauses its switch port (``netlab.fabric.storm`` on the live fabric). Left out:
+anything not decided by the plan (``netlab.scenarios.plan``).
 """
 from __future__ import annotations
 
@@ -48,6 +49,11 @@ def run(plan, timeout: float = 120.0):
         return _allreduce(base, timeout, knobs["bucket_bytes"], {plan.truth["rank"]: knobs["slowdown"]})
     if plan.name == "hot_shard":
         return _ps(base, timeout, knobs["zipf"], knobs["server"])
+    if plan.name == "pfc_storm":
+        from ..fabric.storm import Storm
+        from . import storm_network
+        storm = Storm(plan.truth["rank"], knobs["fraction"], knobs["period"])
+        return _allreduce(storm_network(storm), timeout, knobs["bucket_bytes"])
     if plan.name == "spine":
         return _allreduce(links.spine(base, knobs["leaf"], knobs["ratio"]), timeout, knobs["bucket_bytes"])
     return _allreduce(base, timeout, knobs["bucket_bytes"])

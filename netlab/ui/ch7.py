@@ -6,23 +6,30 @@ from its trace (``figures.trace.timeline``: exposed communication and overlap fr
 on the right the step time against bucket size: the alpha-beta pipeline prediction
 (``overlap.pipeline_time``) as lines, and the measured steps of this network as dots, the current
 setting ringed. The curve is a prediction because measuring it would take a dozen runs per change;
-the dots say where the prediction was checked. Left out: DDP's smaller first bucket (every bucket
-here has the chosen cap) and other algorithms than the ring.
+the dots say where the prediction was checked.
+
+The ``scenario`` control swaps the step for a "find the bottleneck" case (``netlab.scenarios``): the
+kind chosen, its culprit drawn from ``seed``, run on real ranks. The panel then shows what a student
+may see, never the truth: the public setup, the per-rank timeline and the sender x receiver maps
+(``figures.trace.timeline``, ``peer_matrix``), and beside them the analysis (breakdown, HTA's
+straggler, NIC utilisation, PFC pauses per port); ``last`` is then the scenario's trace. The step's
+controls are greyed out meanwhile: a scenario fixes its own cluster. Left out: DDP's smaller first
+bucket (every bucket here has the chosen cap) and other algorithms than the ring.
 """
 from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import buckets, train, validate
+from .. import analysis, buckets, scenarios, train, validate
 from ..cluster import MAX_RANKS
 from ..data import load
-from ..figures.trace import bucket_curve, timeline
+from ..figures.trace import bucket_curve, peer_matrix, timeline
 from ..net.network import network
 from ..net.presets import device
 from ..overlap import pipeline_time
 from ..step import measure_step
 from ..units import fmt_time
-from .panel import Panel, choice, new_figure, slider, toggle
+from .panel import Panel, choice, dropdown, new_figure, slider, toggle
 
 # bucket caps shown on the slider: (label, bytes); "one bucket" is larger than any model here
 CAPS = [("1 B (one per tensor)", 1), ("20 KB", 20_000), ("100 KB", 100_000), ("300 KB", 300_000),
@@ -30,6 +37,8 @@ CAPS = [("1 B (one per tensor)", 1), ("20 KB", 20_000), ("100 KB", 100_000), ("3
 BANDWIDTHS = ["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
 LATENCIES = ["1us", "5us", "20us", "50us", "100us"]
 SHAPE = dict(width=256, layers=4, batch=128)       # the chapter's MLP; nodes x batch must fit the digits
+SCENARIOS = ("none",) + scenarios.KINDS             # "none": the bucketed step of the controls above
+STEP_CONTROLS = ("bucket", "overlap", "ranks", "bandwidth", "latency")
 
 
 def predicted_curve(ranks: int, bandwidth: str, latency: str, overlap: bool, *, shape: dict = SHAPE,
@@ -57,12 +66,14 @@ class Ch7Panel(Panel):
     tight = False                 # the figure lays itself out: one draw less per change
 
     def __init__(self, *, ranks: int = 4, bucket: int = 300_000, overlap: bool = True, bandwidth: str = "10Gbit/s",
-                 latency: str = "50us", shape: dict | None = None):
+                 latency: str = "50us", scenario: str = "none", seed: int = 0, shape: dict | None = None):
         validate.choice(bucket, "bucket", [c for _, c in CAPS])       # a control's value, or one clear line
         validate.choice(overlap, "overlap", (True, False))
         validate.whole(ranks, "ranks", 1, MAX_RANKS, int_only=True)
         validate.choice(bandwidth, "bandwidth", BANDWIDTHS)
         validate.choice(latency, "latency", LATENCIES)
+        validate.choice(scenario, "scenario", SCENARIOS)
+        seed = scenarios.check_seed(seed)
         self.shape = dict(SHAPE, **(shape or {}))
         self.samples = len(load("train")[1])
         self.measured: dict = {}                  # (ranks, bandwidth, latency, overlap) -> {cap: step seconds}
@@ -72,13 +83,20 @@ class Ch7Panel(Panel):
             "ranks": slider(widgets.IntSlider, ranks, 1, MAX_RANKS, description="nodes"),
             "bandwidth": choice(BANDWIDTHS, bandwidth, "bandwidth"),
             "latency": choice(LATENCIES, latency, "latency"),
+            "scenario": dropdown(list(SCENARIOS), scenario, "scenario"),
+            "seed": widgets.IntText(value=seed, description="seed", style={"description_width": "120px"},
+                                    layout=widgets.Layout(width="260px")),
         })
 
     def greyed(self, values):
         alone = values["ranks"] == 1                  # one rank: no all-reduce, so no bucket to size or hide
-        return {"bucket": alone, "overlap": alone}
+        case = values["scenario"] != "none"           # a scenario fixes its own cluster
+        return {"bucket": alone or case, "overlap": alone or case, "ranks": case, "bandwidth": case,
+                "latency": case, "seed": not case}
 
-    def render(self, bucket, overlap, ranks, bandwidth, latency):
+    def render(self, bucket, overlap, ranks, bandwidth, latency, scenario="none", seed=0):
+        if scenario != "none":
+            return self.render_scenario(scenario, seed)
         batch = self.shape["batch"]
         if ranks * batch > self.samples:
             raise ValueError(f"ranks: {ranks} nodes x {batch} samples exceed the {self.samples:,} training digits "
@@ -113,3 +131,41 @@ class Ch7Panel(Panel):
         ax.legend(fontsize=7)
         right.subplots_adjust(left=0.2, bottom=0.2)
         return text, fig
+
+    def render_scenario(self, kind: str, seed):
+        """One scenario on real ranks: its public setup, timeline, pair maps and analysis (no truth)."""
+        seed = scenarios.check_seed(seed)
+        case = scenarios.scenario(kind, seed)
+        self.last = case.trace                        # the trace and the public setup; the truth stays out
+        self.setup = case.setup
+        text = "\n".join(scenario_lines(case.trace, case.setup, f"{kind}, seed {seed}"))
+        p = case.trace.world_size
+        fig = new_figure(12, 2.4 + 0.45 * p + 3.4)
+        top, bottom = fig.subfigures(2, 1, height_ratios=[1.6 + 0.45 * p, 3.4])
+        timeline(top, case.trace, title="per-rank timeline: compute (blue), communication (orange)")
+        peer_matrix(bottom, case.trace, latency=case.setup["latency_s"], bandwidth=case.setup["bandwidth_Bps"])
+        return text, fig
+
+
+def scenario_lines(trace, setup: dict, title: str) -> list[str]:
+    """What the panel prints beside a scenario's figure: the public setup and the analysis of its trace."""
+    rows = analysis.breakdown(trace)
+    util = analysis.link_utilisation(trace)["ranks"]
+    lines = [f"scenario {title}: {setup['what']}", f"  network: {setup['network']}",
+             f"  step {fmt_time(trace.makespan)}",
+             "  rank   compute   exposed comm   idle   NIC busy out / in"]
+    for row in rows:
+        u = util[row["rank"]]
+        lines.append(f"  {row['rank']:>4}  {fmt_time(row['compute_s']):>8}  {fmt_time(row['exposed_comm_s']):>13}  "
+                     f"{fmt_time(row['idle_s']):>8}   {u['mean_out']:.0%} / {u['mean_in']:.0%}")
+    s = analysis.straggler(trace)
+    lines.append(f"  all-reduces per step: {len(analysis.collectives_of(trace, 0))}; HTA's straggler rule: "
+                 + ("none" if s["rank"] is None else f"rank {s['rank']} ({fmt_time(s['lag_s'])} late)"))
+    paused = analysis.pauses(trace)
+    if paused:
+        lines.append("  PFC pauses (port: paused share of the step, times, paused by): " + "; ".join(
+            f"{p['port']}: {p['share']:.0%}, {p['pauses']}x, by the {'host' if p['by'] == 'host' else 'switch'}"
+            for p in paused))
+    else:
+        lines.append("  PFC pauses: none" + ("" if trace.counters else " (no switch model in this network)"))
+    return lines
