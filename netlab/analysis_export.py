@@ -118,7 +118,14 @@ def load(path: str) -> Trace:
     if missing:
         raise ValueError(f"trace: rank {missing[0]} is missing from {path!r} ({world} ranks expected)")
     clocks = other.get("clocks") or [max((e.end for e in events if e.rank == r), default=0.0) for r in range(world)]
-    return Trace(events, [float(c) for c in clocks], other["clock"] == "virtual")
+    counters: dict[str, dict] = {}                    # the fabric's tracks ("C" events of the process after the ranks)
+    for ev in doc["traceEvents"]:
+        if ev.get("ph") == "C" and ev.get("pid") == world and len(ev.get("args") or {}) == 1:
+            (unit, v), = ev["args"].items()
+            c = counters.setdefault(ev["name"], {"track": ev["name"], "unit": unit, "t": [], "v": []})
+            c["t"].append(ev["ts"] / 1e6)
+            c["v"].append(v)
+    return Trace(events, [float(c) for c in clocks], other["clock"] == "virtual", counters=list(counters.values()))
 
 
 __all__ = ["hta_export", "hta_rank_trace", "with_counters", "load", "COLLECTIVES"]

@@ -161,6 +161,17 @@ def test_the_cli_json_carries_the_links(tmp_path, capsys):
     assert slow and all(out.truth["rank"] in pair for pair in slow)
 
 
+def test_the_cli_text_names_the_port_a_host_paused(tmp_path, capsys):
+    from netlab.cli import main
+    out = scenarios.scenario("pfc_storm", 2)
+    path = out.trace.save(str(tmp_path / "t.json"))
+    assert main(["analyze", path]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "PFC pause" in ln]
+    assert [ln for ln in lines if ln.endswith("by the host")] == \
+        [ln for ln in lines if f"switch->rank{out.truth['rank']} " in ln]
+    assert len(lines) == len(analysis.pauses(out.trace)) == 2
+
+
 def _answer(truth):
     if truth["kind"] == "spine":
         return {"kind": "spine", "leaf": truth["other"]}                # either leaf is right

@@ -51,5 +51,8 @@ def main(args) -> int:
     tot = report["critical_path_totals"]
     lines.append(f"  critical path: {len(report['critical_path'])} segments, compute {fmt_time(tot['compute_s'])}, "
                  f"communication {fmt_time(tot['comm_s'])}")
+    for row in report.get("pauses", []):
+        lines.append(f"  PFC pause: {row['port']} paused {fmt_time(row['paused_s'])} ({row['share']:.0%} of the step, "
+                     f"{row['pauses']} times) by the {row['by']}")
     emit(report, args.json, "\n".join(lines))
     return 0
