@@ -105,13 +105,16 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            transport: str = "reno", rto_min: float = tp.RTO_MIN, rounds: int = 1, ecn: ECN | None = None,
            pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
            background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
-           window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None) -> Run:
+           window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
+           persistent: bool = False) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
     ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
     unlimited), so N x window is what the senders can have in flight at once.
     ``background`` is the load (0..1 of the port) of another job's flows, Poisson arrivals of
     ``background_size`` bytes from one more host, seeded by ``seed``.
+    ``persistent``: each sender keeps one connection across rounds (window-based transports with
+    ``resume``): its window, ssthresh and RTT estimate carry over to its next round's block.
     """
     import time
     validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
@@ -132,7 +135,10 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
             flow = Flow(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now, on_done=flow_done)
-            fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
+            sender = tp.make(transport, flow, rto_min, **options)
+            if persistent and state["round"] > 0 and hasattr(sender, "resume"):
+                sender.resume(run.flows[-senders].sender)
+            fab.add_flow(flow, sender)
             run.flows.append(flow)
 
     def flow_done(flow):
