@@ -72,6 +72,59 @@ def transports() -> list[str]:
     return netns.available_cc()
 
 
+@functools.lru_cache(maxsize=1)
+def kernel_hz() -> int | None:
+    """The kernel's timer frequency (CONFIG_HZ): its RTO, RTOmin and probe timers count whole ticks
+    of 1/HZ s. From /proc/config.gz or /boot/config-<release>; None where neither says."""
+    import gzip
+    release = os.uname().release
+    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{release}", open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+LINK_DELAY = 5e-6                     # s per hop of the model's Linux testbed: veth and bridge, no wire
+
+
+def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+          rto_min="200ms", rounds: int = 20, hz: int | None = None) -> dict:
+    """The packet model's prediction for the testbed `incast` measures, with the same keys.
+
+    The model's transport gets Linux's loss recovery (`tcp.Reno(linux=True)`: RACK, tail loss
+    probes, SRTT + max(4 RTTVAR, RTOmin), timers in whole ticks of 1/`hz`, by default this kernel's
+    CONFIG_HZ where it can be read), the senders keep one connection across rounds with Linux's
+    restart after idle, and the hops are veth's microseconds, not a wire's. Runs anywhere (no root);
+    `link_fraction` is the model's goodput over the port's rate (its packets are all payload)."""
+    from . import scenarios
+    n = int(senders)
+    if n < 1:
+        raise ValueError(f"senders: must be a whole number >= 1, got {senders!r}")
+    block_b = parse_bytes(block, "block")
+    rate, buffer_b = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
+    rto = parse_time(rto_min, "rto_min", allow_zero=False)
+    if int(rounds) < 1:
+        raise ValueError(f"rounds: must be at least 1, got {rounds!r}")
+    hz = kernel_hz() if hz is None else hz
+    if hz is not None and not hz > 0:
+        raise ValueError(f"hz: must be greater than zero, got {hz!r}")
+    run = scenarios.incast(n, block_b, rate, buffer_b, transport, rto_min=rto, rounds=int(rounds),
+                           link_delay=LINK_DELAY, persistent=True,
+                           transport_options={"linux": True, "tick": 1 / hz if hz else 0.0})
+    s = run.summary()
+    out = _result("model", n, block_b, rate, buffer_b, transport, rto, False, run.rounds, s["timeouts"],
+                  s["retransmissions"], s["drops"], 0, run.wall_s)
+    out["link_fraction"] = out["goodput_Bps"] / rate
+    out["ideal_round_s"] = n * block_b / rate
+    out["hz"] = hz
+    return out
+
+
 def _percentile(values: list[float], q: float) -> float:
     xs = sorted(values)
     k = (len(xs) - 1) * q                                   # linear interpolation, as numpy's default
