@@ -17,7 +17,9 @@ SACKed (no reordering exists here, so its reordering window is left out), so one
 instead of three duplicate ACKs, and a resent packet is resent again once a packet sent after the
 resend is delivered; a tail loss probe (TLP, RFC 8985 section 7) fires 2 SRTT + 2 ms after the last
 send or ACK (2 SRTT + 200 ms with one packet out), never later than the RTO, while no recovery runs:
-it sends one new packet, or resends the last one, so its SACK lets RACK find the lost tail; and the
+it sends one new packet, or resends the last one, so its SACK lets RACK find the lost tail; the
+window limits the packets in flight, SACKed ones not counted (tcp_packets_in_flight), with no
+Reno-style inflation by duplicate ACKs in recovery; and the
 RTO is SRTT + max(4 RTTVAR, RTOmin) (tcp_set_rto: RTOmin bounds the variance term), not
 max(RTOmin, SRTT + 4 RTTVAR). ``tick`` (s, 1/HZ of the kernel, e.g. 4 ms at HZ = 250) keeps the RTO,
 RTOmin and the probe timeout in whole ticks counted from the current one, as jiffies timers do:
@@ -74,8 +76,12 @@ class Reno(Sender):
 
     def send(self) -> None:
         allowed = min(int(self.cwnd) + (self.dupacks if self.recover >= 0 else 0), self.max_window)
+        sacked = 0
+        if self.linux:                      # SACKed packets have left the network (tcp_packets_in_flight)
+            allowed = min(int(self.cwnd), self.max_window)
+            sacked = len(self.sacked)
         nic = self.flow.path[0]
-        while self.next_seq < self.npkts and self.next_seq - self.snd_una < allowed:
+        while self.next_seq < self.npkts and self.next_seq - self.snd_una - sacked < allowed:
             if nic.qbytes >= NIC_QUEUE:                    # TCP small queues: wait for the NIC to drain
                 if self not in nic.waiting:
                     nic.waiting.append(self)
