@@ -93,7 +93,7 @@ LINK_DELAY = 5e-6                     # s per hop of the model's Linux testbed: 
 
 
 def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
-          rto_min="200ms", rounds: int = 20, hz: int | None = None) -> dict:
+          rto_min="200ms", rounds: int = 20, hz: int | None = None, burst=None) -> dict:
     """The packet model's prediction for the testbed `incast` measures, with the same keys.
 
     The model's transport gets Linux's loss recovery (`tcp.Reno(linux=True)`: RACK, tail loss
@@ -113,8 +113,9 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", tr
     hz = kernel_hz() if hz is None else hz
     if hz is not None and not hz > 0:
         raise ValueError(f"hz: must be greater than zero, got {hz!r}")
+    burst_b = parse_bytes(burst, "burst") if burst is not None else netns.default_burst(rate)
     run = scenarios.incast(n, block_b, rate, buffer_b, transport, rto_min=rto, rounds=int(rounds),
-                           link_delay=LINK_DELAY, persistent=True,
+                           link_delay=LINK_DELAY, persistent=True, burst=burst_b,
                            transport_options={"linux": True, "tick": 1 / hz if hz else 0.0})
     s = run.summary()
     out = _result("model", n, block_b, rate, buffer_b, transport, rto, False, run.rounds, s["timeouts"],

@@ -152,6 +152,11 @@ def ecn_marker() -> str | None:
     return "iptables" if shutil.which("iptables") else None
 
 
+def default_burst(bandwidth: float) -> int:
+    """tbf's bucket in bytes for a port of `bandwidth` bytes/s: 2 ms of rate, at least 16 KB."""
+    return int(max(16 * 1024, bandwidth * 2e-3))
+
+
 class Testbed:
     """N sender namespaces + 1 receiver namespace behind a bridge whose receiver port is shaped."""
 
@@ -176,7 +181,7 @@ class Testbed:
         # tbf's bucket in bytes: 2 ms of rate, at least 16 KB, or a loaded machine leaves the link
         # idle between the qdisc's timer ticks. A full bucket passes `burst` bytes at once, so a
         # round that starts after a pause meets a queue of about buffer + burst.
-        self.burst = int(burst if burst is not None else max(16 * 1024, self.bandwidth * 2e-3))
+        self.burst = int(burst if burst is not None else default_burst(self.bandwidth))
         base = f"{PREFIX}{os.getpid()}-{next(_seq)}"
         self.bridge_ns, self.receiver_ns = base + "-br", base + "-rx"
         self.sender_ns = [f"{base}-s{i}" for i in range(self.senders)]
