@@ -223,10 +223,11 @@ def test_gloo_push_collapses_and_a_small_rto_fixes_it():
     assert fixed["goodput_Bps"] >= 1.5 * r["goodput_Bps"]
 
 
-# Within 25 % where the model is validated: N = 16 at both RTOmin and N = 32 with rto_min 1 ms. At N = 32 and
-# RTOmin 200 ms the model's mean goodput ran 8-30 % below Linux's over repeated runs (docs/fabric.md: a rare
-# round of three backed-off RTOs weighs on the mean), so there only the collapse itself is asserted.
-AGREE = [(16, "200ms"), (16, "1ms"), (32, "1ms")]
+# Within 25 % where the model is validated (docs/fabric.md): N = 8 with rto_min 1 ms, N = 16 at both RTOmin and
+# N = 32 with 1 ms. Not asserted: N = 8 at 200 ms (a round loses a sender to the RTO or not, so a run's goodput
+# swings on both sides) and N = 32 at 200 ms (the model ran 8-30 % below Linux in repeated runs: a rare round of
+# backed-off RTOs weighs on its mean); there only the collapse itself is asserted.
+AGREE = [(8, "1ms"), (16, "200ms"), (16, "1ms"), (32, "1ms")]
 
 
 @needs_linux
@@ -234,11 +235,11 @@ AGREE = [(16, "200ms"), (16, "1ms"), (32, "1ms")]
 def test_model_agrees_with_linux_within_a_quarter():
     """Same setup (N x 64 KiB into 100 Mbit/s, 32 KB queue, cubic): the packet model with Linux's loss
     recovery (linux.model) predicts the kernel's goodput within 25 % (AGREE), and both collapse at
-    RTOmin 200 ms (below half the link) and recover with 1 ms (at least twice the goodput), N = 16 and
-    32. Each is measured over 30 rounds."""
+    RTOmin 200 ms (below half the link) and recover with 1 ms (at least twice the goodput) at N = 16
+    and 32. Each is measured over 30 rounds."""
     setup = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic", rounds=30)
     fractions = {}
-    for n in (16, 32):
+    for n in (8, 16, 32):
         for rto in ("200ms", "1ms"):
             fractions[n, rto] = (linux.incast(senders=n, rto_min=rto, **setup)["link_fraction"],
                                  linux.model(senders=n, rto_min=rto, **setup)["link_fraction"])
