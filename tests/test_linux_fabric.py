@@ -284,3 +284,42 @@ def test_linux_profile_recovers_a_lost_tail_without_waiting_out_the_rto():
     assert probing.timeouts == 0 and probing.probes == 1 and probing.fast_retransmits == 1
     ideal = 20 * switch.MTU / 12.5e6                                # the flow's own serialization
     assert done < ideal + 2 * probing.srtt + 2e-3 + 5 * probing.srtt
+
+
+def test_token_bucket_port_passes_its_burst_at_once_then_the_rate():
+    """tbf's rule, by hand: after an idle period a full bucket of 3 packets leaves at once, then one packet
+    per packet time at the rate; after another idle period the bucket has refilled."""
+    from netlab.fabric import engine, switch
+
+    fab = engine.Fabric(0)
+    port = switch.TokenBucketPort(fab, "p", 12.5e6, 0.0, 100_000, None, fab.switch("s"), burst=3 * switch.MTU)
+    left = []
+    fab.arrive = lambda pkt: left.append(round(fab.now * 1e6, 6))        # us
+    slot = switch.MTU / 12.5e6 * 1e6                                      # 120 us per packet at the rate
+
+    def burst(k):
+        for seq in range(k):
+            port.enqueue(switch.Packet(None, seq, switch.MTU, False, 0, fab.now))
+    fab.schedule(0.0, lambda _: burst(6))
+    fab.schedule(0.01, lambda _: burst(4))                               # 10 ms later: the bucket is full again
+    fab.run(1.0)
+    assert left == pytest.approx([0, 0, 0, slot, 2 * slot, 3 * slot, 1e4, 1e4, 1e4, 1e4 + slot])
+    with pytest.raises(ValueError, match="^burst:"):
+        switch.TokenBucketPort(fab, "q", 12.5e6, 0.0, None, burst=100)
+
+
+@pytest.mark.parametrize("idle, cwnd, ssthresh", [(0.1, 40, 20), (0.5, 10, 30), (0.75, 10, 30), (0.3, 20, 30)])
+def test_persistent_connection_restarts_after_idle_as_the_kernel_does(idle, cwnd, ssthresh):
+    """tcp_cwnd_restart by hand, for a sender that left cwnd 40 and ssthresh 20 with an RTO of 200 ms:
+    idle under the RTO keeps the window; else ssthresh >= 3/4 cwnd, and cwnd halves per RTO of idle time
+    beyond the first, down to no less than the initial window (10)."""
+    from netlab.fabric import engine, transport
+
+    fab = engine.Fabric(0)
+    nic, down = fab.port("h.nic", 12.5e6, 5e-6), fab.port("rx", 12.5e6, 5e-6)
+    prev = transport.make("cubic", engine.Flow(fab, "a", [nic, down], 1500, 0.0), 0.2, linux=True)
+    prev.cwnd, prev.ssthresh, prev.rto, prev.last_sent = 40.0, 20.0, 0.2, 0.0
+    fab.now = idle
+    nxt = transport.make("cubic", engine.Flow(fab, "b", [nic, down], 1500, idle), 0.2, linux=True)
+    nxt.resume(prev)
+    assert (nxt.cwnd, nxt.ssthresh) == (cwnd, ssthresh)
