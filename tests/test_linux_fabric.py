@@ -90,6 +90,14 @@ def test_bad_input_names_the_parameter(kwargs, name):
         linux.incast(**kwargs)
 
 
+@pytest.mark.parametrize("kwargs, name", [({"senders": 0}, "senders"), ({"block": "-1K"}, "block"),
+                                          ({"hz": 0}, "hz"), ({"rto_min": "0ms"}, "rto_min"),
+                                          ({"burst": "lots"}, "burst"), ({"transport": "vegas"}, "transport")])
+def test_model_bad_input_names_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        linux.model(rounds=1, **kwargs)
+
+
 @needs_linux
 def test_unknown_transport_is_refused():
     with pytest.raises(ValueError, match="^transport:"):
