@@ -1,6 +1,12 @@
 """Incast on the real Linux stack (network namespaces, a bridge, a tbf port): the collapse and its fixes.
 
     sudo .venv/bin/python benchmarks/linux_incast.py [--senders 8,32] [--rounds 20] [--gloo-workers 8]
+    sudo .venv/bin/python benchmarks/linux_incast.py --compare 4,8,16,32 [--repeats 3] [--compare-rounds 30]
+
+0. (--compare) The model against the kernel, same setup: for each N and RTOmin 200 ms / 1 ms,
+   `repeats` Linux runs of `compare-rounds` rounds (mean, and the spread min-max of the runs'
+   link fractions) beside the packet model's prediction (netlab.fabric.linux.model: Linux's loss
+   recovery, persistent connections, this kernel's HZ), and model / Linux mean - 1.
 
 1. Raw TCP incast (netlab.fabric.linux.incast): N senders x `block` per round into a 100 Mbit/s
    port with a 32 KB drop-tail queue, the kernel's cubic, for each N: the base (RTOmin 200 ms),
@@ -26,6 +32,25 @@ def row(label: str, r: dict) -> str:
             f"{r['ideal_round_s'] * 1e3:>10.1f}{r['timeouts']:>6}{r['retransmissions']:>7}{r['drops']:>7}{r['marks']:>7}")
 
 
+def compare(ns, repeats: int, rounds: int, base: dict) -> None:
+    import os
+    print(f"model vs Linux: {base['block']} per sender per round, {base['bandwidth']} port, {base['buffer']} queue, "
+          f"cubic, {repeats} Linux runs x {rounds} rounds each (kernel HZ {linux.kernel_hz()}, "
+          f"load {os.getloadavg()[0]:.2f} at the start)")
+    print(f"{'N':>3} {'RTOmin':>7} {'Linux mean':>11} {'Linux min-max':>14} {'model':>7} {'model/Linux-1':>14}"
+          f"{'RTOs L/m per round':>20}")
+    for n in ns:
+        for rto in ("200ms", "1ms"):
+            runs = [linux.incast(senders=n, rto_min=rto, rounds=rounds, **base) for _ in range(repeats)]
+            m = linux.model(senders=n, rto_min=rto, rounds=rounds, **base)
+            fr = [r["link_fraction"] for r in runs]
+            mean = sum(fr) / len(fr)
+            rtos = sum(r["timeouts"] for r in runs) / (repeats * rounds)
+            print(f"{n:>3} {rto:>7} {mean:>11.1%} {min(fr):>6.1%}-{max(fr):<7.1%} {m['link_fraction']:>7.1%}"
+                  f"{m['link_fraction'] / mean - 1:>+14.0%}{rtos:>11.1f} / {m['timeouts'] / rounds:<6.1f}", flush=True)
+    print(f"(load {os.getloadavg()[0]:.2f} at the end)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--senders", default="8,32")
@@ -34,10 +59,17 @@ def main():
     ap.add_argument("--buffer", default="32K")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--gloo-workers", type=int, default=8, help="0 skips the gloo part")
+    ap.add_argument("--compare", default="", help="N values for the model-vs-Linux table only, e.g. 4,8,16,32")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compare-rounds", type=int, default=30)
     args = ap.parse_args()
     ok, why = linux.available()
     if not ok:
         print(why)
+        return
+    if args.compare:
+        compare([int(x) for x in args.compare.split(",")], args.repeats, args.compare_rounds,
+                dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer))
         return
     base = dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer, rounds=args.rounds)
     print(f"raw TCP incast: {args.block} per sender per round, {args.bandwidth} port, {args.buffer} queue, "

@@ -90,6 +90,14 @@ def test_bad_input_names_the_parameter(kwargs, name):
         linux.incast(**kwargs)
 
 
+@pytest.mark.parametrize("kwargs, name", [({"senders": 0}, "senders"), ({"block": "-1K"}, "block"),
+                                          ({"hz": 0}, "hz"), ({"rto_min": "0ms"}, "rto_min"),
+                                          ({"burst": "lots"}, "burst"), ({"transport": "vegas"}, "transport")])
+def test_model_bad_input_names_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        linux.model(rounds=1, **kwargs)
+
+
 @needs_linux
 def test_unknown_transport_is_refused():
     with pytest.raises(ValueError, match="^transport:"):
@@ -221,3 +229,105 @@ def test_gloo_push_collapses_and_a_small_rto_fixes_it():
     fixed = r["fixes"][0]
     assert r["timeouts"] >= 1 and r["completion_s"]["max"] >= r["ideal_round_s"] + 0.2
     assert fixed["goodput_Bps"] >= 1.5 * r["goodput_Bps"]
+
+
+# Within 25 % where the model is validated (docs/fabric.md): N = 8 with rto_min 1 ms, N = 16 at both RTOmin and
+# N = 32 with 1 ms. Not asserted: N = 8 at 200 ms (a round loses a sender to the RTO or not, so a run's goodput
+# swings on both sides) and N = 32 at 200 ms (the model ran 8-30 % below Linux in repeated runs: a rare round of
+# backed-off RTOs weighs on its mean); there only the collapse itself is asserted.
+AGREE = [(8, "1ms"), (16, "200ms"), (16, "1ms"), (32, "1ms")]
+
+
+@needs_linux
+@pytest.mark.slow
+def test_model_agrees_with_linux_within_a_quarter():
+    """Same setup (N x 64 KiB into 100 Mbit/s, 32 KB queue, cubic): the packet model with Linux's loss
+    recovery (linux.model) predicts the kernel's goodput within 25 % (AGREE), and both collapse at
+    RTOmin 200 ms (below half the link) and recover with 1 ms (at least twice the goodput) at N = 16
+    and 32. Each is measured over 30 rounds."""
+    setup = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic", rounds=30)
+    fractions = {}
+    for n in (8, 16, 32):
+        for rto in ("200ms", "1ms"):
+            fractions[n, rto] = (linux.incast(senders=n, rto_min=rto, **setup)["link_fraction"],
+                                 linux.model(senders=n, rto_min=rto, **setup)["link_fraction"])
+    for key in AGREE:
+        real, model = fractions[key]
+        assert model == pytest.approx(real, rel=0.25), fractions
+    for n in (16, 32):
+        for k in (0, 1):                     # Linux, then the model
+            assert fractions[n, "200ms"][k] < 0.5 and fractions[n, "1ms"][k] >= 2 * fractions[n, "200ms"][k], fractions
+
+
+def test_linux_profile_recovers_a_lost_tail_without_waiting_out_the_rto():
+    """One flow of 20 packets whose last two are dropped once (no root needed). Reference: without a
+    probe only the RTO finds them (RTOmin 200 ms). With linux=True, after the ACK of packet 17 two
+    packets are out, so the tail loss probe fires 2 SRTT + 2 ms later and resends packet 19; its
+    SACK lets RACK mark 18 lost and resend it: done a few RTTs after 2 SRTT + 2 ms, with no timeout."""
+    from netlab.fabric import engine, switch, transport
+
+    def run(linux_mode):
+        fab = engine.Fabric(0)
+        nic = fab.port("h.nic", 12.5e6, 5e-6)
+        sw = fab.switch("tor")
+        down = fab.port("tor->rx", 12.5e6, 5e-6, None, None, sw)
+        flow = engine.Flow(fab, "f", [nic, down], 20 * switch.MTU, 0.0)
+        original = down.enqueue
+        dropped = set()
+
+        def enqueue(pkt):                                # drop the first copy of the last two packets
+            if pkt.seq >= 18 and pkt.seq not in dropped:
+                dropped.add(pkt.seq)
+                return
+            original(pkt)
+        down.enqueue = enqueue
+        sender = transport.make("cubic", flow, 0.2, linux=linux_mode)
+        fab.add_flow(flow, sender)
+        fab.run(5.0)
+        return flow.done_at, sender
+
+    plain_done, plain = run(False)
+    done, probing = run(True)
+    assert plain.timeouts == 1 and plain_done > 0.2                 # the reference: RTOmin waited out
+    assert probing.timeouts == 0 and probing.probes == 1 and probing.fast_retransmits == 1
+    ideal = 20 * switch.MTU / 12.5e6                                # the flow's own serialization
+    assert done < ideal + 2 * probing.srtt + 2e-3 + 5 * probing.srtt
+
+
+def test_token_bucket_port_passes_its_burst_at_once_then_the_rate():
+    """tbf's rule, by hand: after an idle period a full bucket of 3 packets leaves at once, then one packet
+    per packet time at the rate; after another idle period the bucket has refilled."""
+    from netlab.fabric import engine, switch
+
+    fab = engine.Fabric(0)
+    port = switch.TokenBucketPort(fab, "p", 12.5e6, 0.0, 100_000, None, fab.switch("s"), burst=3 * switch.MTU)
+    left = []
+    fab.arrive = lambda pkt: left.append(round(fab.now * 1e6, 6))        # us
+    slot = switch.MTU / 12.5e6 * 1e6                                      # 120 us per packet at the rate
+
+    def burst(k):
+        for seq in range(k):
+            port.enqueue(switch.Packet(None, seq, switch.MTU, False, 0, fab.now))
+    fab.schedule(0.0, lambda _: burst(6))
+    fab.schedule(0.01, lambda _: burst(4))                               # 10 ms later: the bucket is full again
+    fab.run(1.0)
+    assert left == pytest.approx([0, 0, 0, slot, 2 * slot, 3 * slot, 1e4, 1e4, 1e4, 1e4 + slot])
+    with pytest.raises(ValueError, match="^burst:"):
+        switch.TokenBucketPort(fab, "q", 12.5e6, 0.0, None, burst=100)
+
+
+@pytest.mark.parametrize("idle, cwnd, ssthresh", [(0.1, 40, 20), (0.5, 10, 30), (0.75, 10, 30), (0.3, 20, 30)])
+def test_persistent_connection_restarts_after_idle_as_the_kernel_does(idle, cwnd, ssthresh):
+    """tcp_cwnd_restart by hand, for a sender that left cwnd 40 and ssthresh 20 with an RTO of 200 ms:
+    idle under the RTO keeps the window; else ssthresh >= 3/4 cwnd, and cwnd halves per RTO of idle time
+    beyond the first, down to no less than the initial window (10)."""
+    from netlab.fabric import engine, transport
+
+    fab = engine.Fabric(0)
+    nic, down = fab.port("h.nic", 12.5e6, 5e-6), fab.port("rx", 12.5e6, 5e-6)
+    prev = transport.make("cubic", engine.Flow(fab, "a", [nic, down], 1500, 0.0), 0.2, linux=True)
+    prev.cwnd, prev.ssthresh, prev.rto, prev.last_sent = 40.0, 20.0, 0.2, 0.0
+    fab.now = idle
+    nxt = transport.make("cubic", engine.Flow(fab, "b", [nic, down], 1500, idle), 0.2, linux=True)
+    nxt.resume(prev)
+    assert (nxt.cwnd, nxt.ssthresh) == (cwnd, ssthresh)

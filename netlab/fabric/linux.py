@@ -18,7 +18,9 @@ sockets are opened inside the sender namespaces (setns on this thread) and then 
 epoll loop. That costs microseconds per event, far below the 100 Mbit/s port's 121 us per segment.
 Counters: retransmission timeouts (TcpExtTCPTimeouts) and retransmitted segments (TcpRetransSegs)
 from the sender namespaces' /proc/net, drops from the port's tbf qdisc, marks from the ECN marker.
-`ps_push` runs the same incast with real gloo ranks (`_gloo_push.py`).
+`ps_push` runs the same incast with real gloo ranks (`_gloo_push.py`). `model` is the packet model's
+prediction for the same testbed, with the kernel's loss recovery, timers, persistent connections and
+tbf's bucket (docs/fabric.md, "The model beside the real Linux stack", has the measured agreement).
 Left out: PFC and lossless fabrics (a Linux bridge drops, veth has no dcb), propagation delay (no
 netem here: the RTT is tens of microseconds plus queueing), DCTCP unless the kernel has it.
 """
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 
+from .. import validate
 from ..units import parse_bandwidth, parse_bytes, parse_time
 from . import netns
 from .netns import Testbed
@@ -70,6 +73,57 @@ def available() -> tuple[bool, str]:
 def transports() -> list[str]:
     """Congestion controls this kernel offers (dctcp only where built in)."""
     return netns.available_cc()
+
+
+@functools.lru_cache(maxsize=1)
+def kernel_hz() -> int | None:
+    """The kernel's timer frequency (CONFIG_HZ): its RTO, RTOmin and probe timers count whole ticks
+    of 1/HZ s. From /proc/config.gz or /boot/config-<release>; None where neither says."""
+    import gzip
+    release = os.uname().release
+    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{release}", open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+LINK_DELAY = 5e-6                     # s per hop of the model's Linux testbed: veth and bridge, no wire
+
+
+def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+          rto_min="200ms", rounds: int = 20, hz: int | None = None, burst=None) -> dict:
+    """The packet model's prediction for the testbed `incast` measures, with the same keys.
+
+    The model's transport gets Linux's loss recovery (`tcp.Reno(linux=True)`: RACK, tail loss
+    probes, SRTT + max(4 RTTVAR, RTOmin), timers in whole ticks of 1/`hz`, by default this kernel's
+    CONFIG_HZ where it can be read; unrounded where not), the senders keep one connection across
+    rounds with Linux's restart after idle, the port is tbf's token bucket (`burst` bytes, the
+    testbed's default unless given), and the hops are veth's microseconds, not a wire's. Runs
+    anywhere (no root);
+    `link_fraction` is the model's goodput over the port's rate (its packets are all payload)."""
+    from . import scenarios
+    n = validate.whole(senders, "senders", 1)
+    block_b = parse_bytes(block, "block")
+    rate, buffer_b = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
+    rto = parse_time(rto_min, "rto_min", allow_zero=False)
+    rounds = validate.whole(rounds, "rounds", 1)
+    hz = kernel_hz() if hz is None else validate.positive(hz, "hz")
+    burst_b = parse_bytes(burst, "burst") if burst is not None else netns.default_burst(rate)
+    run = scenarios.incast(n, block_b, rate, buffer_b, transport, rto_min=rto, rounds=int(rounds),
+                           link_delay=LINK_DELAY, persistent=True, burst=burst_b,
+                           transport_options={"linux": True, "tick": 1 / hz if hz else 0.0})
+    s = run.summary()
+    out = _result("model", n, block_b, rate, buffer_b, transport, rto, False, run.rounds, s["timeouts"],
+                  s["retransmissions"], s["drops"], 0, run.wall_s)
+    out["link_fraction"] = out["goodput_Bps"] / rate
+    out["ideal_round_s"] = n * block_b / rate
+    out["hz"] = hz
+    return out
 
 
 def _percentile(values: list[float], q: float) -> float:

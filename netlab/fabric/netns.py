@@ -24,6 +24,10 @@ sysctls are never touched):
   forward path (iptables hashlimit); ECT packets that find it empty get CE (iptables TOS target).
   With ECN on, the hosts send MTU-sized packets (no GSO) so the bucket can count frames.
   It needs the `iptables` program.
+* The hosts send MTU-sized packets (gso_max_segs 1 on every host's eth0), always: over veth a
+  sender's window otherwise crosses the bridge as one 64 KB GSO super-packet, and tbf queues and
+  drops it whole (up to its bucket size) or splits it, which no switch does; a real port sees
+  1514-byte frames, and drops them one by one.
 * Teardown on success, exceptions, Ctrl-C and SIGTERM (a handler turns SIGTERM into SystemExit
   while the testbed is open): processes left inside the namespaces are killed, the namespaces
   deleted (deleting a namespace deletes its veths and its bridge). A namespace named after a pid
@@ -148,6 +152,11 @@ def ecn_marker() -> str | None:
     return "iptables" if shutil.which("iptables") else None
 
 
+def default_burst(bandwidth: float) -> int:
+    """tbf's bucket in bytes for a port of `bandwidth` bytes/s: 2 ms of rate, at least 16 KB."""
+    return int(max(16 * 1024, bandwidth * 2e-3))
+
+
 class Testbed:
     """N sender namespaces + 1 receiver namespace behind a bridge whose receiver port is shaped."""
 
@@ -172,7 +181,7 @@ class Testbed:
         # tbf's bucket in bytes: 2 ms of rate, at least 16 KB, or a loaded machine leaves the link
         # idle between the qdisc's timer ticks. A full bucket passes `burst` bytes at once, so a
         # round that starts after a pause meets a queue of about buffer + burst.
-        self.burst = int(burst if burst is not None else max(16 * 1024, self.bandwidth * 2e-3))
+        self.burst = int(burst if burst is not None else default_burst(self.bandwidth))
         base = f"{PREFIX}{os.getpid()}-{next(_seq)}"
         self.bridge_ns, self.receiver_ns = base + "-br", base + "-rx"
         self.sender_ns = [f"{base}-s{i}" for i in range(self.senders)]
@@ -239,7 +248,8 @@ class Testbed:
                 sysctl(ns, "net.ipv6.conf.all.disable_ipv6", 1)
             sysctl(ns, "net.ipv4.tcp_ecn", 1 if self.ecn else 0)
             _run(["ip", "-n", ns, "-batch", "-"], input="\n".join([
-                "link set lo up", f"addr add {addr}/24 dev {self.ifname}", f"link set {self.ifname} up"]) + "\n")
+                "link set lo up", f"addr add {addr}/24 dev {self.ifname}", f"link set {self.ifname} gso_max_segs 1",
+                f"link set {self.ifname} up"]) + "\n")
         self.set_rto_min(self.rto_min)
         self._shape("add")
         if self.ecn:
@@ -273,14 +283,12 @@ class Testbed:
         # a DCTCP-style single threshold K on a virtual queue drained a little slower than the link.
         # Counted in full frames, as xt_hashlimit's bucket is exactly `burst` deep only in packet
         # mode (its byte mode and nftables' limit hold a second of rate on top: far too deep);
-        # so the hosts send MTU-sized packets (gso_max_segs 1). br_netfilter hands bridged IPv4
-        # packets to iptables.
+        # the hosts send MTU-sized packets (gso_max_segs 1, set in _build). br_netfilter hands
+        # bridged IPv4 packets to iptables.
         with InNamespace(self.bridge_ns), open("/proc/sys/net/bridge/bridge-nf-call-iptables") as f:
             handed = f.read().strip() == "1"                 # a new namespace's default (per namespace since 5.3)
         if not handed:
             sysctl(self.bridge_ns, "net.bridge.bridge-nf-call-iptables", 1)
-        for ns in self.hosts:
-            _run(["ip", "-n", ns, "link", "set", self.ifname, "gso_max_segs", "1"])
         per_s = max(1, int(self.bandwidth * 0.95 / 1514))    # frames per second
         depth = max(1, round(self.ecn_threshold / 1514))     # frames
         for ect in ("1", "2"):                               # ECT(1) and ECT(0) packets

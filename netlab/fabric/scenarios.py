@@ -22,7 +22,7 @@ import numpy as np
 
 from . import transport as tp
 from .engine import Fabric, Flow
-from .switch import ECN, MTU, PFC, pfc_headroom
+from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
 
 LINK_DELAY = 25e-6     # s per link
 
@@ -93,11 +93,15 @@ def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
     return (edges[:-1] + edges[1:]) / 2, np.diff(delivered) / np.diff(edges)
 
 
-def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool):
-    """hosts NICs -> one switch -> one port toward the receiver."""
+def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool, burst=None):
+    """hosts NICs -> one switch -> one port toward the receiver (a tbf-like token bucket with ``burst``)."""
     sw = fab.switch("tor", pfc=pfc, shared_buffer=(buffer if shared else None))
     nics = [fab.port(f"h{i}.nic", bandwidth, link_delay) for i in range(hosts)]
-    down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn, sw)
+    if burst is None:
+        down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn, sw)
+    else:
+        down = fab.ports["tor->rx"] = TokenBucketPort(fab, "tor->rx", bandwidth, link_delay,
+                                                       None if shared else buffer, ecn, sw, burst=burst)
     return nics, down
 
 
@@ -105,13 +109,17 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            transport: str = "reno", rto_min: float = tp.RTO_MIN, rounds: int = 1, ecn: ECN | None = None,
            pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
            background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
-           window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None) -> Run:
+           window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
+           persistent: bool = False, burst: int | None = None) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
     ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
     unlimited), so N x window is what the senders can have in flight at once.
     ``background`` is the load (0..1 of the port) of another job's flows, Poisson arrivals of
     ``background_size`` bytes from one more host, seeded by ``seed``.
+    ``persistent``: each sender keeps one connection across rounds (window-based transports with
+    ``resume``): its window, ssthresh and RTT estimate carry over to its next round's block.
+    ``burst`` (bytes) makes the receiver's port a token bucket as Linux's tbf (``switch.TokenBucketPort``).
     """
     import time
     validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
@@ -119,7 +127,7 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
         raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
     wall = time.perf_counter()
     fab = Fabric(seed)
-    nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer)
+    nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst)
     run = Run(fab, [], down.name)
     options = dict(transport_options or {})
     if window is not None and not tp.TRANSPORTS[transport].rate_based:
@@ -132,7 +140,10 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
             flow = Flow(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now, on_done=flow_done)
-            fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
+            sender = tp.make(transport, flow, rto_min, **options)
+            if persistent and state["round"] > 0 and hasattr(sender, "resume"):
+                sender.resume(run.flows[-senders].sender)
+            fab.add_flow(flow, sender)
             run.flows.append(flow)
 
     def flow_done(flow):

@@ -226,7 +226,11 @@ class Port:
                 if key in sw.pausing and held <= sw.pfc.resume:
                     sw.pausing.discard(key)
                     fab.schedule(fab.now + key[0].delay, key[0].resume, pkt.prio)
-        fab.schedule(fab.now + pkt.size / self.rate, self._sent, pkt)
+        fab.schedule(fab.now + self.tx_time(pkt), self._sent, pkt)
+
+    def tx_time(self, pkt: Packet) -> float:
+        """Seconds the packet holds the port: its serialization at the line rate."""
+        return pkt.size / self.rate
 
     def _sent(self, pkt: Packet) -> None:
         self.busy = False
@@ -263,3 +267,25 @@ class Port:
     def summary(self) -> dict:
         return {"port": self.name, "tx_bytes": self.tx_bytes, "drops": self.drops, "marks": self.marks,
                 "pauses": self.pauses, "pause_s": self.paused_seconds(), "max_queue_bytes": max(self.q_bytes)}
+
+
+class TokenBucketPort(Port):
+    """A port shaped as Linux's tbf shapes one (the namespace testbed's switch port): a packet leaves
+    as soon as the bucket holds its size in tokens, which refill at the rate up to ``burst`` bytes,
+    onto a link of no serialization time (veth). After the port idles, a full bucket passes ``burst``
+    bytes at once, on top of the queue."""
+
+    def __init__(self, *args, burst: float, **kw):
+        super().__init__(*args, **kw)
+        if not burst >= MTU:
+            raise ValueError(f"burst: must hold at least one {MTU}-byte packet, got {burst!r}")
+        self.burst = self.tokens = float(burst)
+        self.filled_at = 0.0
+
+    def tx_time(self, pkt: Packet) -> float:
+        now = self.fabric.now
+        self.tokens = min(self.burst, self.tokens + (now - self.filled_at) * self.rate)
+        wait = max(0.0, (pkt.size - self.tokens) / self.rate)
+        self.tokens += wait * self.rate - pkt.size
+        self.filled_at = now + wait
+        return wait

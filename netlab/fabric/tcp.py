@@ -10,22 +10,47 @@ Linux tcp_dctcp.c): ECN-capable; once per window of data alpha <- (1-g) alpha + 
 of ACKs echoing CE, g = 1/16, alpha starting at 1; on the first CE echo in a window
 cwnd <- cwnd (1 - alpha/2), at least 2 packets; on loss, Reno's halving.
 
+``linux=True`` adds the loss recovery of the Linux kernel (tcp_input.c, tcp_recovery.c,
+tcp_output.c; net.ipv4.tcp_early_retrans = 3, tcp_recovery = 1, its defaults), which is what decides
+an incast on a real stack: RACK (RFC 8985) marks a packet lost as soon as a packet sent after it is
+SACKed (no reordering exists here, so its reordering window is left out), so one SACK starts recovery
+instead of three duplicate ACKs, and a resent packet is resent again once a packet sent after the
+resend is delivered; a tail loss probe (TLP, RFC 8985 section 7) fires 2 SRTT + 2 ms after the last
+send or ACK (2 SRTT + 200 ms with one packet out), never later than the RTO, while no recovery runs:
+it sends one new packet, or resends the last one, so its SACK lets RACK find the lost tail; the
+window limits the packets in flight, SACKed ones not counted (tcp_packets_in_flight), with no
+Reno-style inflation by duplicate ACKs in recovery; and the
+RTO is SRTT + max(4 RTTVAR, RTOmin) (tcp_set_rto: RTOmin bounds the variance term), not
+max(RTOmin, SRTT + 4 RTTVAR). ``tick`` (s, 1/HZ of the kernel, e.g. 4 ms at HZ = 250) keeps the RTO,
+RTOmin and the probe timeout in whole ticks counted from the current one, as jiffies timers do:
+on such a kernel ``rto_min 1ms`` is one tick. ``resume`` carries a persistent connection's state from
+one message to the next, with the restart after idle (tcp_slow_start_after_idle = 1).
+
 Left out: full SACK scoreboards (one block per ACK here), delayed ACKs, Nagle, pacing (a window
-leaves as a burst at NIC speed, at most two packets queued in the NIC), RACK and tail loss probes.
+leaves as a burst at NIC speed, at most two packets queued in the NIC), PRR (recovery sends one
+packet per ACK), and without ``linux=True`` RACK and tail loss probes.
 """
 from __future__ import annotations
 
 import math
 
-from .sender import RTO_MIN, Sender
+from .sender import RTO_MAX, RTO_MIN, Sender
 from .switch import NIC_QUEUE
+
+TLP_MIN = 2e-3            # s, added to 2 SRTT for a probe with more than one packet out (TCP_TIMEOUT_MIN)
+TLP_SINGLE = 0.2          # s, added instead when one packet is out (TCP_RTO_MIN: the peer's delayed ACK)
 
 
 class Reno(Sender):
     beta = 0.5
 
-    def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None):
+    def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None,
+                 linux: bool = False, tick: float = 0.0):
         super().__init__(flow, rto_min)
+        if not tick >= 0:
+            raise ValueError(f"tick: must be zero or more seconds, got {tick!r}")
+        self.linux, self.tick = bool(linux), float(tick)
+        self.initial_window = initial_window
         self.cwnd = float(initial_window)   # packets
         # the receiver's advertised window, packets (None: unlimited)
         self.max_window = math.inf if max_window is None else max(1, int(max_window // flow.mss))
@@ -34,6 +59,16 @@ class Reno(Sender):
         self.recover = -1                    # recovery ends when this is acknowledged
         self.hole = 0                        # next candidate for a SACK retransmission
         self.fast_retransmits = 0
+        # linux=True: RACK and the tail loss probe
+        self.rack = (-math.inf, -1)          # (send time, seq) of the most recently sent packet delivered
+        self.xmit_at = {}                    # packet -> when it was last sent
+        self.loss_until = 0                  # after an RTO, no probe until this is acknowledged
+        self.tlp_high = -1                   # a probe is out until snd_una passes this
+        self.probes = 0
+        self._probe_at = math.inf            # the pending probe event (one at a time, re-armed lazily)
+        self.probe_deadline = math.inf
+        if self.linux:
+            self.rto = self.srtt + max(4 * self.rttvar, rto_min)
 
     def begin(self, _) -> None:
         self.record(self.cwnd)
@@ -41,8 +76,12 @@ class Reno(Sender):
 
     def send(self) -> None:
         allowed = min(int(self.cwnd) + (self.dupacks if self.recover >= 0 else 0), self.max_window)
+        sacked = 0
+        if self.linux:                      # SACKed packets have left the network (tcp_packets_in_flight)
+            allowed = min(int(self.cwnd), self.max_window)
+            sacked = len(self.sacked)
         nic = self.flow.path[0]
-        while self.next_seq < self.npkts and self.next_seq - self.snd_una < allowed:
+        while self.next_seq < self.npkts and self.next_seq - self.snd_una - sacked < allowed:
             if nic.qbytes >= NIC_QUEUE:                    # TCP small queues: wait for the NIC to drain
                 if self not in nic.waiting:
                     nic.waiting.append(self)
@@ -50,6 +89,95 @@ class Reno(Sender):
             if self.next_seq not in self.sacked:
                 self.transmit(self.next_seq)
             self.next_seq += 1
+        if self.linux:
+            self.arm_probe()
+
+    # ---- linux=True: Linux's RTO, RACK and the tail loss probe
+    def _ticks(self, seconds: float) -> float:
+        """A duration as the kernel's timers keep it: rounded up to whole ticks (usecs_to_jiffies)."""
+        return math.ceil(seconds / self.tick - 1e-9) * self.tick if self.tick else seconds
+
+    def _tick_start(self) -> float:
+        """When the current tick began: a jiffies timer counts whole ticks from there."""
+        return math.floor(self.fabric.now / self.tick + 1e-9) * self.tick if self.tick else self.fabric.now
+
+    def arm(self) -> None:
+        if not self.linux:
+            return super().arm()
+        self.rto = self._ticks(self.srtt + max(4 * self.rttvar, self._ticks(self.rto_min)))
+        fab = self.fabric
+        self.deadline = self._tick_start() + min(self.rto * self.backoff, RTO_MAX)
+        if self.deadline < self._timer_at:
+            self._timer_at = self.deadline
+            fab.schedule(self.deadline, self._timer, None)
+
+    def transmit(self, seq: int) -> None:
+        if self.linux:
+            self.xmit_at[seq] = self.last_sent = self.fabric.now
+        super().transmit(seq)
+
+    def resume(self, prev: "Reno") -> None:
+        """Go on from ``prev``, the same connection's sender of the previous message (a persistent
+        connection): its window, ssthresh and RTT estimate carry over, and after an idle period longer
+        than the RTO the window restarts as Linux's tcp_cwnd_restart does (tcp_slow_start_after_idle = 1):
+        ssthresh <- max(ssthresh, 3/4 cwnd), cwnd halved per RTO idle, down to no less than IW."""
+        self.cwnd, self.ssthresh = prev.cwnd, prev.ssthresh
+        self.srtt, self.rttvar = prev.srtt, prev.rttvar
+        self.rto = prev.rto
+        idle = self.fabric.now - getattr(prev, "last_sent", self.fabric.now)
+        if idle > self.rto:
+            self.ssthresh = max(self.ssthresh, 0.75 * self.cwnd)
+            restart = min(self.initial_window, self.cwnd)
+            cwnd = self.cwnd
+            while (idle := idle - self.rto) > 0 and cwnd > restart:
+                cwnd /= 2
+            self.cwnd = max(cwnd, restart)
+
+    def on_ack(self, msg) -> None:
+        if self.linux:
+            self.rack = max(self.rack, (msg[2], msg[3]))
+            if msg[0] >= self.tlp_high:
+                self.tlp_high = -1
+        super().on_ack(msg)
+
+    def arm_probe(self) -> None:
+        """Schedule a tail loss probe, as tcp_schedule_loss_probe does, when one may be sent."""
+        if (self.finished or self.recover >= 0 or self.snd_una < self.loss_until or self.tlp_high >= 0
+                or self.next_seq <= self.snd_una):
+            self.probe_deadline = math.inf
+            return
+        fab = self.fabric
+        out = self.next_seq - self.snd_una
+        pto = self._ticks(2 * self.srtt + (TLP_SINGLE if out == 1 else TLP_MIN))
+        self.probe_deadline = min(self._tick_start() + pto, self.deadline - 1e-9)   # before the RTO, never after
+        if self.probe_deadline < self._probe_at:
+            self._probe_at = self.probe_deadline
+            fab.schedule(self.probe_deadline, self._probe, None)
+
+    def _probe(self, _) -> None:
+        fab = self.fabric
+        if self._probe_at != fab.now:
+            return                                           # stale: a nearer one was scheduled
+        self._probe_at = math.inf
+        if self.probe_deadline == math.inf or self.finished:
+            return
+        if fab.now + 1e-12 < self.probe_deadline:            # pushed later since: wait for it
+            self._probe_at = self.probe_deadline
+            fab.schedule(self.probe_deadline, self._probe, None)
+            return
+        self.probe_deadline = math.inf
+        if self.recover >= 0 or self.next_seq <= self.snd_una:
+            return
+        self.probes += 1
+        if self.next_seq < self.npkts and self.next_seq - self.snd_una < self.max_window:
+            seq = self.next_seq                              # new data, outside the window
+            self.next_seq += 1
+        else:
+            seq = self.high - 1                              # else the last packet sent
+        self.tlp_high = self.next_seq
+        self.transmit(seq)
+        self.deadline = math.inf
+        self.arm()                                           # tcp_rearm_rto after the probe
 
     def retransmit_hole(self) -> None:
         """SACK recovery (RFC 6675, simplified): resend the next packet below the highest SACKed
@@ -59,7 +187,7 @@ class Reno(Sender):
         h = max(self.hole, self.snd_una)
         for _ in range(2):                                   # forward, then once more from snd_una
             while h < top:
-                if h not in self.sacked and now - self.resent_at.get(h, -math.inf) > self.srtt:
+                if h not in self.sacked and self._lost(h, now):
                     self.resent_at[h] = now
                     self.transmit(h)
                     self.hole = h + 1
@@ -68,6 +196,14 @@ class Reno(Sender):
             if now - self.wrapped_at < self.srtt:
                 return
             self.wrapped_at, h = now, self.snd_una
+
+    def _lost(self, h: int, now: float) -> bool:
+        """Is packet h (below the highest SACKed one) lost and due for a resend? RACK (linux=True): it
+        was last sent before the most recently sent packet that was delivered (ties broken by sequence,
+        as tcp_rack_sent_after does); else: it was not resent within the last SRTT."""
+        if self.linux:
+            return (self.xmit_at.get(h, -math.inf), h) < self.rack
+        return now - self.resent_at.get(h, -math.inf) > self.srtt
 
     def grow(self, newly: int) -> None:
         if self.cwnd < self.ssthresh:
@@ -86,6 +222,10 @@ class Reno(Sender):
                 self.cwnd = self.ssthresh
             else:                                               # partial ACK: the next hole
                 self.retransmit_hole()
+        elif self.linux and self.sack_high > self.snd_una and self._lost(self.snd_una, self.fabric.now):
+            self.dupacks = 0
+            self.enter_recovery()                               # RACK: a hole below a SACKed packet
+            return
         else:
             self.grow(newly)
         self.dupacks = 0
@@ -95,19 +235,26 @@ class Reno(Sender):
         if self.next_seq <= self.snd_una:
             return
         self.dupacks += 1
-        if self.dupacks == 3 and self.recover < 0:
-            self.cut()
-            self.cwnd = self.ssthresh
-            self.recover = self.next_seq
-            self.fast_retransmits += 1
-            self.hole = self.snd_una
-            self.retransmit_hole()
-            self.record(self.cwnd)
+        if self.recover < 0 and (self.dupacks == 3 or (self.linux and self.sack_high > self.snd_una)):
+            self.enter_recovery()
         elif self.recover >= 0:
             self.retransmit_hole()
 
+    def enter_recovery(self) -> None:
+        """Fast retransmit: cut the window and resend the first hole."""
+        self.cut()
+        self.cwnd = self.ssthresh
+        self.recover = self.next_seq
+        self.fast_retransmits += 1
+        self.hole = self.snd_una
+        self.probe_deadline = math.inf
+        self.retransmit_hole()
+        self.record(self.cwnd)
+
     def on_timeout(self) -> None:
         self.cut()
+        self.loss_until = self.high
+        self.tlp_high = -1
         self.cwnd = 1.0
         self.dupacks = 0
         self.recover = -1
@@ -119,10 +266,15 @@ class Cubic(Reno):
     beta = 0.7
     C = 0.4
 
-    def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None):
-        super().__init__(flow, rto_min, initial_window, max_window)
+    def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None,
+                 linux: bool = False, tick: float = 0.0):
+        super().__init__(flow, rto_min, initial_window, max_window, linux, tick)
         self.w_max = 0.0
         self.epoch = None
+
+    def resume(self, prev: "Reno") -> None:
+        super().resume(prev)
+        self.w_max = getattr(prev, "w_max", 0.0)               # a new epoch starts with the next growth
 
     def cut(self) -> None:
         self.w_max = self.cwnd if self.cwnd >= self.w_max else self.cwnd * (1 + self.beta) / 2  # fast convergence
@@ -149,8 +301,8 @@ class DCTCP(Reno):
     ect = True
 
     def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None,
-                 g: float = 1 / 16):
-        super().__init__(flow, rto_min, initial_window, max_window)
+                 g: float = 1 / 16, linux: bool = False, tick: float = 0.0):
+        super().__init__(flow, rto_min, initial_window, max_window, linux, tick)
         self.g = g
         self.alpha = 1.0                     # Linux: dctcp_alpha_on_init = 1024/1024
         self.window_end = 0                  # alpha is updated when snd_una passes this
