@@ -18,8 +18,9 @@ detection of failures (ps-lite's heartbeats) is left out.
 """
 from __future__ import annotations
 
-import torch
-from torch.nn.utils import parameters_to_vector
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
 from .. import train
 from .experiment import PSResult, assemble, run_ps

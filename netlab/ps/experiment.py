@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import cluster, train, validate
 from ..net.network import network as make_network

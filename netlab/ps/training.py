@@ -13,8 +13,9 @@ Worker 0 evaluates test accuracy every ``eval_every`` steps (not charged to the 
 """
 from __future__ import annotations
 
-import torch
-from torch.nn.utils import parameters_to_vector
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
 from .. import train
 from .config import PSConfig
