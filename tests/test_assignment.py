@@ -130,6 +130,12 @@ def test_ch7_stub_fails_and_the_reference_passes_a_hidden_variant():
     assert measured == {c[:3] for c in variants.draw("ch7", 4)[0]["cases"]}
     assert not variants.run_check("ch7", stub, seed=4).passed
 
+    def no_wait(bucket_bytes, ready_s, compute_s, optimizer_s, ranks, bandwidth, latency):
+        """A typical wrong answer: each bucket starts when it is ready, as if the network had a lane for each."""
+        ring = lambda n: 2 * (ranks - 1) * latency + 2 * (ranks - 1) / ranks * n / bandwidth
+        return max([compute_s] + [r + ring(n) for n, r in zip(bucket_bytes, ready_s)]) + optimizer_s
+    assert not variants.run_check("ch7", no_wait, seed=4).passed
+
 
 BAD = {
     "hangs": "def max_min_rates(flows, capacity):\n    while True:\n        pass\n",

@@ -89,10 +89,16 @@ def _ch6(rng):
     return {"netlab.check.ch6._cases": lambda: iter(cases), "netlab.check.ch6._fabric_windows": fabric_windows}
 
 
+# networks slow enough that the all-reduces, not the backward pass, set the step: there a bucket that
+# does not wait for the one before it, or no overlap at all, misses by far more than the 1 % tolerance
+SLOW_NETWORKS = [("1Gbit/s", "50us"), ("1Gbit/s", "20us"), ("2.5Gbit/s", "50us"), ("5Gbit/s", "20us"),
+                 ("10Gbit/s", "50us")]
+
+
 def _ch7(rng):
     cases = []
     for ranks in rng.sample(range(2, 6), 3):
-        bw, lat = rng.choice(NETWORKS)
+        bw, lat = rng.choice(SLOW_NETWORKS)
         cases.append((ranks, bw, lat, rng.choice([1, 20_000, 50_000, 100_000, 200_000, 400_000])))
     return {"cases": cases}
 
