@@ -23,7 +23,7 @@ class _Watch(_ia.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name == "torch" and not _TORCH_BY:
             _TORCH_BY.extend(f"{f.filename}:{f.lineno} {f.line}" for f in _tb.extract_stack()[:-1]
-                             if "netlab" in f.filename or "ipykernel_" in f.filename)
+                             if ("netlab" in f.filename and "lazy.py" not in f.filename) or "ipykernel_" in f.filename)
         return None
 _s.meta_path.insert(0, _Watch())
 '''
