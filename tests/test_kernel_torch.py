@@ -4,6 +4,8 @@ For chapters 1, 2, 3, 5, 6 and 7, a fresh interpreter runs exactly the ``import`
 chapter's code cells (read from the notebook now, so a new import line is covered too) and one small
 representative call of the chapter, then reports which torch modules ``sys.modules`` holds: the
 check is Python's own record of what was imported, not netlab's. Chapter 4 imports torch itself.
+Not covered: chapter 7's panel (``ui.ch7.Ch7Panel``) still counts the training set with ``data.load``,
+which builds tensors and so imports torch; ``data.size`` is the torch-free count.
 """
 import json
 import os
