@@ -4,7 +4,9 @@
 
 MODE ``alone``: each chapter in a fresh kernel, shut down afterwards. MODE ``open``: each chapter in
 a fresh kernel that stays open (and idle) while the next chapters run, with PAUSE_S seconds between
-chapters. Per chapter: wall time, the cgroup's peak memory (reset before the chapter), the first error.
+chapters. Per chapter: wall time, the cgroup's peak memory (reset before the chapter), the first error,
+and every process in the cgroup when the chapter ended (its RSS and anonymous memory, and what it is),
+which says where the memory went when a chapter was refused.
 """
 from __future__ import annotations
 
@@ -36,6 +38,23 @@ def reset_peak():
                     f.write("0")
             except OSError:
                 pass
+
+
+def processes() -> list[dict]:
+    """Every process in the cgroup now: pid, VmRSS and RssAnon (MB), and its command line, shortened."""
+    out = []
+    for pid in open(os.path.join(os.environ["NETLAB_CGROUP"], "cgroup.procs")).read().split():
+        try:
+            status = open(f"/proc/{pid}/status").read()
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:                                  # it ended meanwhile
+            continue
+        mb = {ln.split(":")[0]: int(ln.split()[1]) // 1024 for ln in status.splitlines()
+              if ln.startswith(("VmRSS", "RssAnon"))}
+        what = ("kernel" if "ipykernel" in cmd else "fork server or rank" if "forkserver" in cmd else
+                "resource tracker" if "resource_tracker" in cmd else "runner" if "_run_chapters" in cmd else cmd[:60])
+        out.append({"pid": int(pid), "rss_mb": mb.get("VmRSS", 0), "anon_mb": mb.get("RssAnon", 0), "what": what})
+    return out
 
 
 def oom_kills() -> int:
@@ -76,7 +95,8 @@ def main(mode, out, pause_s, timeout_s, *notebooks) -> int:
         peak = read_int("memory.max_usage_in_bytes", "memory.peak")
         rows.append({"chapter": os.path.basename(path), "wall_s": round(wall, 1), "peak_bytes": peak,
                      "ok": not error, "error": error,
-                     "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current")})
+                     "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current"),
+                     "processes": processes()})
         print(f"  {rows[-1]['chapter']}: {wall:.1f} s, peak {peak / 1e6:.0f} MB {error}", flush=True)
     end = read_int("memory.usage_in_bytes", "memory.current")
     for client in open_clients:

@@ -178,6 +178,9 @@ def main(argv=None) -> int:
         for row in rows.get("chapters", []):
             log(f"{row['chapter']:32s} {mode:6s} {row['wall_s']:7.1f} {row['peak_bytes'] / 1e6:8.0f}  "
                 f"{'yes' if row['ok'] else 'NO ':3s}  {row.get('error', '')[:80]}")
+            if not row["ok"]:                      # where the memory was when it failed
+                for proc in row.get("processes", []):
+                    log(f"    pid {proc['pid']:>7d}  RSS {proc['rss_mb']:5d} MB  anon {proc['anon_mb']:5d} MB  {proc['what']}")
         if "error" in rows:
             log(f"{mode}: {rows['error']}")
         log(f"{mode}: OOM kills {rows.get('oom_kills', '?')}; memory in use at the end "

@@ -17,19 +17,21 @@ from __future__ import annotations
 
 import time
 
-import torch
-import torch.distributed as dist
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+dist = lazy("torch.distributed", globals())
 
 from . import collectives, cost, seeds, validate
 from .net.network import Network
 
 MAX_ITERS = 10_000              # nccl-tests runs 20; more only adds time (and memory: one buffer each)
 
-DTYPES = {"float": torch.float32, "float32": torch.float32, "half": torch.float16, "float16": torch.float16,
-          "bfloat16": torch.bfloat16, "double": torch.float64, "float64": torch.float64,
-          "int32": torch.int32, "int64": torch.int64}
-TYPE_NAMES = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat16", torch.float64: "double",
-              torch.int32: "int32", torch.int64: "int64"}
+# a dtype's names -> torch's name for it (the ranks look it up, so the kernel need not import torch)
+DTYPES = {"float": "float32", "float32": "float32", "half": "float16", "float16": "float16",
+          "bfloat16": "bfloat16", "double": "float64", "float64": "float64",
+          "int32": "int32", "int64": "int64"}
+TYPE_NAMES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16", "float64": "double",
+              "int32": "int32", "int64": "int64"}
 def _torch_collective(comm, collective, x):
     """torch's own collective on the same data (the reference, and algo 'torch' on the wall clock)."""
     grp, p = comm.group, comm.world_size
@@ -55,7 +57,8 @@ def _once(comm, collective, algo, x, count, dtype):
 
 
 def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check: bool, iters: int, warmup: int):
-    """Runs on every rank: per size, (S, count, seconds, check result)."""
+    """Runs on every rank: per size, (S, count, seconds, check result); `dtype` is torch's name for it."""
+    dtype = getattr(torch, dtype)
     out = []
     element_size = torch.empty(0, dtype=dtype).element_size()
     for nbytes in sizes:

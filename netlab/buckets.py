@@ -25,9 +25,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+F = lazy("torch.nn.functional", globals())
+FlopCounterMode = lazy("torch.utils.flop_counter:FlopCounterMode", globals())
 
 MIB = 1 << 20
 DEFAULT_BUCKET_BYTES = 25 * MIB        # DDP's bucket_cap_mb default (MiB)
@@ -103,7 +104,16 @@ def profile(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> Backwar
 
 @functools.lru_cache(maxsize=64)
 def backward_profile(width: int, layers: int, batch: int) -> BackwardProfile:
-    """The lab's MLP (``train.make_model``) on `batch` samples; FLOPs do not depend on the values."""
+    """The lab's MLP (``train.make_model``) on `batch` samples; FLOPs do not depend on the values.
+
+    In a process that has not imported torch (a notebook kernel) the profile is taken on one rank
+    of the pool and comes back as plain numbers, so the kernel need not import torch for it.
+    """
+    from . import cluster
+    return cluster.where_torch_is(_profile_here, width, layers, batch)
+
+
+def _profile_here(width: int, layers: int, batch: int) -> BackwardProfile:
     from .train import make_model
     return profile(make_model(width, layers), torch.zeros(batch, 64), torch.zeros(batch, dtype=torch.long))
 

@@ -146,11 +146,17 @@ class Prediction:
 
 @functools.lru_cache(maxsize=None)
 def payload_ratio(method: str) -> tuple[float, bool]:
-    """(payload bytes / fp32 bytes, summable) of a compressor, measured on a real gradient-like tensor."""
-    import torch
+    """(payload bytes / fp32 bytes, summable) of a compressor, measured on a real gradient-like tensor
+    (in a notebook kernel without torch, on one rank of the pool: ``cluster.where_torch_is``)."""
     validate.choice(method, "compression", COMPRESSION)
     if method == "none":
         return 1.0, True
+    from . import cluster as ranks
+    return ranks.where_torch_is(_measure_payload_ratio, method)
+
+
+def _measure_payload_ratio(method: str) -> tuple[float, bool]:
+    import torch
     x = torch.randn(1 << 16, generator=torch.Generator().manual_seed(0))
     comp = compress.make_compressor(method)
     payload = comp.compress(x, 10**6, None)

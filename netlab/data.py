@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 import numpy as np
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 _CANDIDATES = [Path(os.environ["NETLAB_DATA"]) if "NETLAB_DATA" in os.environ else None,
                Path(__file__).resolve().parents[1] / "data"]
@@ -29,6 +30,15 @@ def data_dir() -> Path:
 def _arrays():
     with np.load(data_dir() / "digits.npz") as f:
         return f["images"].reshape(-1, 64).astype(np.float32) / 16.0, f["labels"].astype(np.int64)
+
+
+def size(split: str = "train", test_fraction: float = 0.2) -> int:
+    """How many examples ``load(split, test_fraction)`` returns (without building tensors: no torch needed)."""
+    if split not in ("train", "test", "all"):
+        raise ValueError(f"split: must be 'train', 'test' or 'all', got {split!r}")
+    n = len(_arrays()[1])
+    n_test = int(round(n * test_fraction))
+    return {"all": n, "test": n_test, "train": n - n_test}[split]
 
 
 def load(split: str = "train", test_fraction: float = 0.2, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -23,8 +23,9 @@ compressed buckets.
 """
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+F = lazy("torch.nn.functional", globals())
 
 from . import buckets as bk
 from . import collectives, cost, data

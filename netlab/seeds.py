@@ -18,7 +18,8 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 # stream names: the second word of every derived seed
 BATCHES = 1          # a training run's batch order, per epoch

@@ -47,7 +47,7 @@ def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: st
     cluster.check_ranks(ranks)
     train.check_model(width, layers)
     try:
-        samples = len(data.load("train")[1])            # ranks x batch must fit in the training set
+        samples = data.size("train")            # ranks x batch must fit in the training set
     except FileNotFoundError:
         samples = 1 << 20
     validate.whole(batch, "batch", 1, max(1, samples // ranks), int_only=True)

@@ -29,11 +29,12 @@ import functools
 import math
 from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.nn.utils import vector_to_parameters
-from torch.utils.flop_counter import FlopCounterMode
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+F = lazy("torch.nn.functional", globals())
+nn = lazy("torch.nn", globals())
+vector_to_parameters = lazy("torch.nn.utils:vector_to_parameters", globals())
+FlopCounterMode = lazy("torch.utils.flop_counter:FlopCounterMode", globals())
 
 from . import collectives, data, seeds, validate
 
@@ -98,7 +99,13 @@ def width_for_bytes(nbytes: float, layers: int = 2) -> int:
 
 @functools.lru_cache(maxsize=64)
 def step_flops(width: int, layers: int, batch: int) -> int:
-    """FLOPs of one forward + backward on `batch` samples, counted on a real pass."""
+    """FLOPs of one forward + backward on `batch` samples, counted on a real pass (in a notebook kernel
+    without torch, on one rank of the pool: ``cluster.where_torch_is``)."""
+    from . import cluster
+    return cluster.where_torch_is(_count_step_flops, width, layers, batch)
+
+
+def _count_step_flops(width: int, layers: int, batch: int) -> int:
     model = make_model(width, layers)
     x, y = torch.zeros(batch, 64), torch.zeros(batch, dtype=torch.long)
     with FlopCounterMode(display=False) as counter:

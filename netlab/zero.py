@@ -7,15 +7,26 @@ that shard, and an all-gather of the *parameters* rebuilds the full model everyw
 the wire are the all-reduce's; the optimizer memory per rank falls by p.
 
 ``sharded_adam_step`` runs one such step on real ranks and returns what the chapter shows: bytes
-sent, optimizer-state bytes held, and the updated parameters (equal to an unsharded Adam step on
+sent, optimizer-state bytes held, and the updated parameters (a numpy array; equal to an unsharded Adam step on
 the all-reduced gradient, and to ``torch.optim.Adam`` in one process on the full batch -- a test
 checks it). Left out: ZeRO-3's sharding of the parameters themselves between steps, and bucketing.
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+
+import numpy as np
 
 from . import collectives, data, train
+
+
+class Params(np.ndarray):
+    """The updated parameters, sent back as numpy (the kernel need not import torch to read them);
+    ``.abs()`` as on a tensor, so ``(a - b).abs().max().item()`` reads the same for either."""
+
+    def abs(self):
+        return np.abs(self)
 
 
 def _adam_step(flat: torch.Tensor, grad: torch.Tensor, lr: float) -> int:
@@ -47,4 +58,5 @@ def sharded_adam_step(comm, width: int = 256, batch: int = 16, lr: float = 1e-3,
     else:
         grad = collectives.allreduce(comm, grad, algo="ring")
         state_bytes = _adam_step(params, grad, lr)                           # Adam state for everything
-    return {"bytes_sent": comm.bytes_sent - sent_before, "state_bytes": state_bytes, "params": params}
+    return {"bytes_sent": comm.bytes_sent - sent_before, "state_bytes": state_bytes,
+            "params": params.numpy().view(Params)}

@@ -21,6 +21,7 @@ def test_build_writes_stubs_and_no_reference_answer(tmp_path):
         assert all(not c.get("outputs") for c in nb["cells"])
         assert source.is_stub(source.notebook_answer(str(out / e.notebook), e.function), e.function)
     assert build.leaks(str(out)) == []
+    assert {"ch6", "ch7"} <= {e.chapter for e in EXERCISES}             # every chapter's exercise is graded
     # the leak detector is not vacuous: every reference answer, copied in, is found
     shutil.copyfile(os.path.join(SOLUTIONS, "ch2_ring.py"), out / "exercises" / "ch2_ring.py")
     shutil.copyfile(os.path.join(SOLUTIONS, "ch3_ssp_wait.py"), out / "notes.txt")
@@ -76,6 +77,64 @@ def test_variants_are_seeded_and_the_reference_passes_them():
         ch5._cases = original
     with pytest.raises(ValueError, match="chapter"):
         variants.draw("ch9", 1)
+
+
+def _reference(module):
+    import importlib
+    import sys
+    sys.path.insert(0, HERE)
+    return importlib.import_module(f"solutions.{module}")
+
+
+def test_ch6_stub_fails_the_reference_passes_and_the_variant_follows_the_seed():
+    from netlab.check import ch6
+    from netlab.exercises.ch6_dctcp import dctcp_update as stub
+    ref = _reference("ch6_dctcp").dctcp_update
+    drawn = {seed: [args for _, args in variants.draw("ch6", seed)[1]["netlab.check.ch6._cases"]()]
+             for seed in (1, 2)}
+    assert drawn[1] == [args for _, args in variants.draw("ch6", 1)[1]["netlab.check.ch6._cases"]()]
+    assert drawn[1] != drawn[2] and not set(drawn[1][2:]) & {args for _, args in ch6._cases()}
+    original = ch6._cases, ch6._fabric_windows
+    try:
+        result = variants.run_check("ch6", ref, seed=1)
+        assert result.passed, str(result)
+        assert [r["case"] for r in result.rows][2:7] == [f"drawn window {i}" for i in range(1, 6)]
+        windows = {row["case"] for row in result.rows if "fabric run" in row["case"]}
+        ch6._cases, ch6._fabric_windows = original
+        assert not variants.run_check("ch6", stub, seed=1).passed
+        ch6._cases, ch6._fabric_windows = original
+        # a typical wrong answer, no floor of 2 packets, fails the variant too: its boundary cases stay
+        no_floor = lambda a, c, n, m, g=1 / 16: ((1 - g) * a + g * m / n, c * (1 - ((1 - g) * a + g * m / n) / 2)
+                                                  if m else c)
+        assert not variants.run_check("ch6", no_floor, seed=1).passed
+    finally:
+        ch6._cases, ch6._fabric_windows = original
+    assert windows and ch6._cases is original[0]
+
+
+def test_ch7_cases_follow_the_seed():
+    from netlab.check import ch7
+    drawn = {seed: variants.draw("ch7", seed)[0]["cases"] for seed in (1, 2, 3)}
+    assert drawn[1] == variants.draw("ch7", 1)[0]["cases"]
+    assert len({tuple(c) for c in drawn.values()}) == 3 and all(len(c) == 3 for c in drawn.values())
+    assert not any(set(c) & set(ch7.CASES) == set(c) for c in drawn.values())
+
+
+@pytest.mark.slow                             # steps measured on real ranks
+def test_ch7_stub_fails_and_the_reference_passes_a_hidden_variant():
+    from netlab.exercises.ch7_overlap import predict_overlapped_step as stub
+    ref = _reference("ch7_overlap").predict_overlapped_step
+    result = variants.run_check("ch7", ref, seed=4)
+    assert result.passed, str(result)
+    measured = {(int(r["ranks"]), r["bandwidth"], r["latency"]) for r in result.rows}
+    assert measured == {c[:3] for c in variants.draw("ch7", 4)[0]["cases"]}
+    assert not variants.run_check("ch7", stub, seed=4).passed
+
+    def no_wait(bucket_bytes, ready_s, compute_s, optimizer_s, ranks, bandwidth, latency):
+        """A typical wrong answer: each bucket starts when it is ready, as if the network had a lane for each."""
+        ring = lambda n: 2 * (ranks - 1) * latency + 2 * (ranks - 1) / ranks * n / bandwidth
+        return max([compute_s] + [r + ring(n) for n, r in zip(bucket_bytes, ready_s)]) + optimizer_s
+    assert not variants.run_check("ch7", no_wait, seed=4).passed
 
 
 BAD = {

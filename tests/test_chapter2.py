@@ -40,8 +40,8 @@ def test_zero_moves_the_all_reduce_bytes_and_keeps_a_pth_of_the_state():
         # difference between two summation orders (a reduce-scatter's, an all-reduce's, one process's
         # full-batch backward) is amplified up to lr (1e-3). One such weight in 85,002 moved 4.8e-6 on some
         # CPUs; 1 % of lr bounds that, and a wrong shard (a different weight's gradient) would miss by about lr.
-        torch.testing.assert_close(s["params"], reference, rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(p["params"], reference, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(torch.from_numpy(s["params"]), reference, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(torch.from_numpy(p["params"]), reference, rtol=1e-5, atol=1e-5)
 
 
 def test_ring_snapshots_show_the_textbook_states():

@@ -25,6 +25,7 @@ def test_export_marks_answers_and_tests(tmp_path):
         assert meta["grade"] and meta["locked"] and meta["points"] == e.points
         assert f"netlab.check.{e.check}(" in tests["source"] and "seed=17" in tests["source"]
         assert "### BEGIN HIDDEN TESTS" in tests["source"]
+    assert {"exercise_ch6.ipynb", "exercise_ch7.ipynb"} <= set(os.listdir(folder))       # chapters 6 and 7 too
 
 
 def _nbgrader():
@@ -54,11 +55,16 @@ def test_nbgrader_generates_a_release_without_answers_and_validates_the_source(t
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text and "seed=17" not in text
         assert "raise NotImplementedError" in text
     assert build.leaks(str(release)) == []
-    # the source, with the reference answer, passes its own tests (ch5: no ranks, quick)
-    ok = subprocess.run(nbgrader + ["validate", str(course / "source" / "netlab" / "exercise_ch5.ipynb")],
-                        cwd=course, env=ENV, capture_output=True, text=True, timeout=600)
-    assert "Success! Your notebook passes all the tests." in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
+    # the source, with the reference answer, passes its own tests, hidden variant included (ch5 and ch6:
+    # no ranks, quick)
+    for chapter in ("ch5", "ch6"):
+        ok = subprocess.run(nbgrader + ["validate", str(course / "source" / "netlab" / f"exercise_{chapter}.ipynb")],
+                            cwd=course, env=ENV, capture_output=True, text=True, timeout=600)
+        assert "Success! Your notebook passes all the tests." in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
     # nbgrader cuts each error line at Validator.width (90 characters): widen it to read the whole message
     bad = subprocess.run(nbgrader + ["validate", "--Validator.width=1000", str(release / "exercise_ch5.ipynb")],
                          cwd=course, env=ENV, capture_output=True, text=True, timeout=600)
     assert "VALIDATION FAILED" in bad.stdout and "not implemented" in bad.stdout      # the student's stub
+    bad = subprocess.run(nbgrader + ["validate", "--Validator.width=1000", str(release / "exercise_ch6.ipynb")],
+                         cwd=course, env=ENV, capture_output=True, text=True, timeout=600)
+    assert "VALIDATION FAILED" in bad.stdout and "not implemented" in bad.stdout

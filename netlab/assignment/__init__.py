@@ -37,5 +37,10 @@ EXERCISES = [
              "topk_error_feedback", 10, 420, "top-k sparsification with error feedback, and what it costs on the wire"),
     Exercise("ch5", "05_topology.ipynb", "ch5_max_min.py", "max_min_rates", "max_min_rates", 10, 120,
              "max-min fair sharing of links by progressive filling"),
+    Exercise("ch6", "06_congestion_control.ipynb", "ch6_dctcp.py", "dctcp_update", "dctcp_update", 10, 180,
+             "DCTCP's sender: the marked fraction F, alpha's moving average, the cut cwnd (1 - alpha/2)"),
+    Exercise("ch7", "07_observability_and_codesign.ipynb", "ch7_overlap.py", "predict_overlapped_step",
+             "overlapped_step_time", 10, 300,
+             "gradient buckets all-reduced in order beside the backward pass: each starts at max(ready, previous end)"),
 ]
 BY_CHAPTER = {e.chapter: e for e in EXERCISES}

@@ -7,8 +7,11 @@ copies a classmate's output, fails. The same seed gives the same cases (a re-gra
 the expected answers still come from the package's references (torch's all-reduce, the measured
 step, ``consistency.ssp_ready``, netlab's top-k, the simulator's max-min), never from the seed.
 
-ch3, ch4 and ch5 keep their cases in module constants; the grader replaces them in the grading
-subprocess only (``patch``), never in the instructor's own process.
+ch3, ch4, ch5 and ch6 keep their cases in module constants (or functions); the grader replaces them
+in the grading subprocess only (``patch``), never in the instructor's own process. ch6's variant also
+draws the fabric run whose windows the answer replays (flows, link speed, marking threshold, seed);
+its expected alphas are the fabric's own DCTCP sender's. ch7 draws the networks and bucket sizes of
+the steps measured on real ranks.
 """
 from __future__ import annotations
 
@@ -64,6 +67,42 @@ def _ch5_cases(seed):
     return cases
 
 
+def _ch6(rng):
+    from ..check import ch6
+    boundary = {"first marked window (alpha = 1)", "floor of 2 packets"}
+    cases = [(name, args) for name, args in ch6._cases() if name in boundary]   # the edges stay; more are drawn
+    for i in range(5):
+        acked = rng.randint(1, 120)
+        marked = 0 if i == 0 else rng.randint(1, acked)                         # one window without marks
+        args = (round(rng.uniform(0.0, 1.0), 4), float(rng.randint(2, 200)), acked, marked,
+                rng.choice([1 / 16, 1 / 8, 1 / 4, 1 / 32]))
+        cases.append((f"drawn window {i + 1}", args))
+    flows, gbit, k, fabric_seed = rng.randint(2, 4), rng.choice([10, 25, 40]), rng.choice([30, 40, 65, 90]), \
+        rng.randint(0, 999)
+
+    def fabric_windows():
+        from ..fabric import ECN, long_flows
+        run = long_flows(flows, gbit * 1e9 / 8, transport="dctcp", ecn=ECN.dctcp(k * 1500), duration=0.004,
+                         seed=fabric_seed)
+        sender = run.flows[0].sender
+        return sender.g, sender.windows, sender.alphas
+    return {"netlab.check.ch6._cases": lambda: iter(cases), "netlab.check.ch6._fabric_windows": fabric_windows}
+
+
+# networks slow enough that the all-reduces, not the backward pass, set the step: there a bucket that
+# does not wait for the one before it, or no overlap at all, misses by far more than the 1 % tolerance
+SLOW_NETWORKS = [("1Gbit/s", "50us"), ("1Gbit/s", "20us"), ("2.5Gbit/s", "50us"), ("5Gbit/s", "20us"),
+                 ("10Gbit/s", "50us")]
+
+
+def _ch7(rng):
+    cases = []
+    for ranks in rng.sample(range(2, 6), 3):
+        bw, lat = rng.choice(SLOW_NETWORKS)
+        cases.append((ranks, bw, lat, rng.choice([1, 20_000, 50_000, 100_000, 200_000, 400_000])))
+    return {"cases": cases}
+
+
 def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
     """(keyword arguments for the check, {module attribute: value} to patch) for one chapter."""
     if chapter not in BY_CHAPTER:
@@ -83,7 +122,11 @@ def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
                  (rng.randint(50, 500), rng.choice([0.05, 0.1]), rng.randint(0, 10**6)),
                  (rng.randint(3, 9), 0.01, rng.randint(0, 10**6))]          # k = 1: the max(1, .) edge
         return {}, {"netlab.check.ch4.CASES": cases}
-    return {}, {"netlab.check.ch5._cases": _ch5_cases(rng.randint(0, 10**6))}
+    if chapter == "ch5":
+        return {}, {"netlab.check.ch5._cases": _ch5_cases(rng.randint(0, 10**6))}
+    if chapter == "ch6":
+        return {}, _ch6(rng)
+    return _ch7(rng), {}
 
 
 def apply(patches: dict) -> None:

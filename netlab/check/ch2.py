@@ -7,8 +7,9 @@ A deadlock is caught by a short timeout and reported with what each rank was wai
 """
 from __future__ import annotations
 
-import torch
-import torch.distributed as dist
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+dist = lazy("torch.distributed", globals())
 
 from . import CheckResult
 from .. import cluster, cost, seeds

@@ -8,7 +8,8 @@ and compares accuracy and wire bytes with the package's top-k with error feedbac
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from . import CheckResult, call_student
 

@@ -13,7 +13,8 @@ import functools
 import inspect
 from functools import partial
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from . import hierarchical, naive, recursive, ring, tree
 from .schedule import Step, chunk_bounds, execute, rank_plan
@@ -75,7 +76,7 @@ def _run(comm, collective, algo, flat, count, dtype, **options):
     elif count is None:
         raise ValueError("count: give a tensor, or count= for a size-only run")
     else:
-        element_size = torch.empty(0, dtype=dtype).element_size()
+        element_size = torch.empty(0, dtype=torch.float32 if dtype is None else dtype).element_size()
     if options.get("ranks_per_host") is None and comm.network is not None:
         options["ranks_per_host"] = comm.network.ranks_per_host      # hosts as the network defines them
     root = options.get("root", 0)
@@ -102,7 +103,7 @@ def _flat(tensor):
 
 
 def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", count: int | None = None,
-              dtype=torch.float32, ranks_per_host: int | None = None):
+              dtype=None, ranks_per_host: int | None = None):
     """Sum (or average, ``op='avg'``) `tensor` across all ranks, in place.
 
     ``tensor=None, count=n`` runs size-only (virtual time only, no payload), for timing sweeps.
@@ -115,19 +116,19 @@ def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", count: int | No
     return tensor
 
 
-def broadcast(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=torch.float32):
+def broadcast(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=None):
     """Copy root's `tensor` to every rank, in place."""
     _run(comm, "broadcast", algo, _flat(tensor), count, dtype, root=root)
     return tensor
 
 
-def reduce(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=torch.float32):
+def reduce(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=None):
     """Sum `tensor` onto `root` (in place there; other ranks' tensors hold partial sums afterwards)."""
     _run(comm, "reduce", algo, _flat(tensor), count, dtype, root=root)
     return tensor
 
 
-def all_gather(comm, tensor, algo: str = "ring", count: int | None = None, dtype=torch.float32):
+def all_gather(comm, tensor, algo: str = "ring", count: int | None = None, dtype=None):
     """Every rank's `tensor` (m elements each), concatenated in rank order: p*m elements on every rank."""
     p = comm.world_size
     if tensor is None:
@@ -153,7 +154,7 @@ def all_gather_chunks(comm, chunk, count: int, algo: str = "ring"):
     return out
 
 
-def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, dtype=torch.float32):
+def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, dtype=None):
     """Sum `tensor` across ranks and keep chunk `rank` of the result (chunks as ``chunk_bounds``).
 
     Works on a copy; returns this rank's chunk (lengths differ by at most one element).

@@ -8,7 +8,8 @@ Left out: drawing (``netlab.figures.collectives``) and the chapter's panels (``n
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import cluster, collectives
 from ..bench import bench

@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import validate
 from ..net.network import Network
@@ -56,7 +57,7 @@ def switch_network(network: Network, workers: int) -> SwitchNetwork:
 
 
 def allreduce(comm, tensor, *, chunks: int = 1, capacity: float = math.inf, op: str = "sum",
-              count: int | None = None, dtype=torch.float32):
+              count: int | None = None, dtype=None):
     """Sum `tensor` over the workers (ranks 0..world_size-2) through the switch (the last rank).
 
     Every rank calls it with the same shape; on the switch the tensor is its work space and ends
@@ -73,7 +74,7 @@ def allreduce(comm, tensor, *, chunks: int = 1, capacity: float = math.inf, op: 
     elif count is None:
         raise ValueError("count: give a tensor, or count= for a size-only run")
     else:
-        flat, element_size = None, torch.empty(0, dtype=dtype).element_size()
+        flat, element_size = None, torch.empty(0, dtype=torch.float32 if dtype is None else dtype).element_size()
     validate.whole(chunks, "chunks", 1, max(count, 1), int_only=True)
     workers = comm.world_size - 1
     if workers < 1:

@@ -29,7 +29,8 @@ from .sign import MajorityVote, ScaledSign
 from .sparsify import RandomK, Threshold, TopK
 from .methods import DEFAULTS, LEVEL_BITS, METHODS, SyncConfig, check_method, levels_for_bits
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import seeds
 

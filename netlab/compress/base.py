@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 BIT_WIDTHS = (1, 2, 4, 8)
 

@@ -40,7 +40,8 @@ import functools
 import statistics
 import time
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import data, train, validate
 from ..runtime.comm import Comm

@@ -23,7 +23,8 @@ the clock by ``encode_s`` and ``decode_s`` per decoded payload (measured, see ``
 from __future__ import annotations
 
 import numpy as np
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import collectives
 from ..collectives.schedule import Step

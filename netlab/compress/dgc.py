@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .base import Payload
 from .communicate import Compression

@@ -19,7 +19,8 @@ correction and masking) and PowerSGD's (a residual against the all-reduced appro
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 
 class NoMemory:

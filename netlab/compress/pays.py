@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 
-import torch
-import torch.distributed as dist
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+dist = lazy("torch.distributed", globals())
 
 from .. import cluster, data, train
 from ..net.network import network as make_network

@@ -32,7 +32,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import collectives
 from .methods import DEFAULTS

@@ -19,7 +19,8 @@
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import collectives, validate
 from .base import Compressor, Payload, bits_for, pack_bits, unpack_bits
@@ -31,7 +32,8 @@ class Cast(Compressor):
     summable = True
     contractive = True
 
-    def __init__(self, dtype=torch.float16):
+    def __init__(self, dtype=None):                 # None: torch.float16
+        dtype = torch.float16 if dtype is None else dtype
         if dtype not in (torch.float16, torch.bfloat16):
             raise ValueError(f"dtype: must be torch.float16 or torch.bfloat16, got {dtype!r}")
         self.dtype = dtype

@@ -14,7 +14,8 @@ Sign 0 is sent as +: 1 bit has no room for zero.
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .base import Compressor, Payload, pack_bits, unpack_bits
 

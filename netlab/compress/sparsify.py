@@ -16,7 +16,8 @@
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import seeds, validate
 from .base import Compressor, Payload

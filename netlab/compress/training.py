@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import cluster, train
 from ..net.network import network as make_network

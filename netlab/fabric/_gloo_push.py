@@ -32,8 +32,9 @@ import sys
 import time
 from datetime import timedelta
 
-import torch
-import torch.distributed as dist
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+dist = lazy("torch.distributed", globals())
 
 from .netns import InNamespace, read_counters
 

@@ -13,7 +13,8 @@ Left out: any layer but linear and ReLU, dropout, mixed precision.
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import data, train, validate
 
@@ -40,7 +41,7 @@ def global_batch(batch: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]
 def check_batch(batch: int, parts: int, name: str = "batch") -> int:
     """A global batch that splits into `parts` equal pieces and fits in the training set."""
     try:
-        samples = len(data.load("train")[1])
+        samples = data.size("train")
     except FileNotFoundError:
         samples = 1 << 20
     batch = validate.whole(batch, name, 1, samples, int_only=True)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import itertools
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import train
 from ..net.network import Network

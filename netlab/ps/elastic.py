@@ -18,17 +18,22 @@ detection of failures (ps-lite's heartbeats) is left out.
 """
 from __future__ import annotations
 
-import torch
-from torch.nn.utils import parameters_to_vector
+import copy
 
-from .. import train
+import numpy as np
+
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
+
+from .. import cluster, train
 from .experiment import PSResult, assemble, run_ps
 from .roles import Membership
 
 
-def applied_sum(result: PSResult) -> torch.Tensor:
+def applied_sum(result: PSResult) -> np.ndarray:
     """What the servers applied, as one flat vector (sum over every update of every gradient)."""
-    flat = torch.empty(result.config.smap.numel)
+    flat = np.empty(result.config.smap.numel, dtype=np.float32)
     for c in result.config.smap.chunks:
         flat[c.offset:c.offset + c.length] = result.states[c.server].applied[c.index]
     return flat
@@ -38,13 +43,18 @@ def lost_updates(result: PSResult) -> dict:
     """How far the servers' applied sum is from the workers' pushed sum (0 up to rounding: none lost)."""
     pushed = sum(w["pushed"] for w in result.workers)
     applied = applied_sum(result)
-    out = {"max_abs_difference": float((applied - pushed).abs().max()),
-           "pushed_norm": float(pushed.norm()), "pushes": sum(w["steps"] for w in result.workers)}
+    out = {"max_abs_difference": float(np.abs(applied - pushed).max()),
+           "pushed_norm": float(np.linalg.norm(pushed)), "pushes": sum(w["steps"] for w in result.workers)}
     cfg = result.config
     if cfg.momentum == 0 and cfg.restore is None:                  # plain SGD: weights = init - lr * sum
-        init = parameters_to_vector(train.make_model(cfg.width, cfg.layers, cfg.seed).parameters()).detach()
-        out["weights_vs_init_minus_lr_sum"] = float((assemble(result) - (init - cfg.lr * applied)).abs().max())
+        init = cluster.where_torch_is(initial_weights, cfg.width, cfg.layers, cfg.seed)
+        out["weights_vs_init_minus_lr_sum"] = float(np.abs(assemble(result) - (init - cfg.lr * applied)).max())
     return out
+
+
+def initial_weights(width: int, layers: int, seed: int) -> np.ndarray:
+    """The model's initial weights, flat (what every server starts from)."""
+    return parameters_to_vector(train.make_model(width, layers, seed).parameters()).detach().numpy()
 
 
 def run_elastic(workers=4, servers=2, steps=20, leave=None, join=None, **kwargs) -> PSResult:
@@ -55,7 +65,7 @@ def run_elastic(workers=4, servers=2, steps=20, leave=None, join=None, **kwargs)
 
 def save(result: PSResult) -> list:
     """The servers' states at the end of a run: pass them as ``restore=`` to continue."""
-    return [state.copy() for state in result.states]
+    return [copy.deepcopy(state) for state in result.states]
 
 
 def resume(saved: list, steps: int, start: int, **kwargs) -> PSResult:

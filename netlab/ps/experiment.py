@@ -23,7 +23,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import torch
+import numpy as np
+
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import cluster, train, validate
 from ..net.network import network as make_network
@@ -184,9 +187,9 @@ def summarize(cfg: PSConfig, res, extra: dict) -> PSResult:
                     sorted(workers, key=lambda v: v["worker"]), cfg)
 
 
-def assemble(result: PSResult) -> torch.Tensor:
-    """The model the servers hold at the end, as one flat fp32 vector."""
-    flat = torch.empty(result.config.smap.numel)
+def assemble(result: PSResult) -> np.ndarray:
+    """The model the servers hold at the end, as one flat fp32 vector (numpy)."""
+    flat = np.empty(result.config.smap.numel, dtype=np.float32)
     for c in result.config.smap.chunks:
         flat[c.offset:c.offset + c.length] = result.states[c.server].values[c.index]
     return flat

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-from torch.nn.utils import parameters_to_vector
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
 from .. import train, validate
 from . import protocol
@@ -139,7 +140,7 @@ def rank_main(comm, cfg: HybridConfig) -> dict:
                     momentum=cfg.momentum, seed=cfg.seed, sync=SummationSync(cfg), eval_every=cfg.eval_every,
                     batch_slice=lambda t: (comm.rank, cfg.workers))
     return {"role": "worker", "comm_s": res.comm_s, "history": res.evaluated(comm.rank),
-            "params": parameters_to_vector(res.model.parameters()).detach() if comm.rank == 0 else None}
+            "params": parameters_to_vector(res.model.parameters()).detach().numpy() if comm.rank == 0 else None}
 
 
 def run_hybrid(workers=8, cpu_servers=2, fraction=None, *, bandwidth="10Gbit/s", latency="5us", partition_bytes=None,

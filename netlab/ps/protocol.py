@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 META_SLOTS = 8                     # fp32 slots holding 4 int64 fields
 META_BYTES = 4 * META_SLOTS

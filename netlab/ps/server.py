@@ -48,7 +48,8 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from . import protocol
 from .config import PSConfig

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from .. import seeds, validate
 from . import protocol
@@ -185,8 +186,8 @@ def server_main(comm, cfg: SparseConfig, home, hot) -> dict:
         table -= cfg.lr * total
         comm.wait(*[r for r, _ in outbox])
     owned = torch.from_numpy(home == s)
-    return {"role": "server", "server": s, "rows": torch.nonzero(owned).squeeze(1), "values": table[owned],
-            "rows_served": rows_served}
+    return {"role": "server", "server": s, "rows": torch.nonzero(owned).squeeze(1).numpy(),   # numpy: the kernel
+            "values": table[owned].numpy(), "rows_served": rows_served}                        # needs no torch
 
 
 def rank_main(comm, cfg: SparseConfig, home, hot) -> dict:
@@ -216,7 +217,7 @@ def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=
     res = cluster.run(rank_main, cfg, home, hot_ids, ranks=workers + servers, network=net,
                       device=make_device("cpu-core"), timeout=timeout)
     srv = res.values[workers:]
-    table = torch.empty(rows, dim)
+    table = np.empty((rows, dim), dtype=np.float32)
     for v in srv:
         table[v["rows"]] = v["values"]
     nic = [res.counters[cfg.server_rank(s)][0] + res.counters[cfg.server_rank(s)][1] for s in range(servers)]

@@ -10,15 +10,24 @@ model as far as one BSP step, on staler values.
 
 Stragglers: worker w's compute takes ``slowdown[w]`` times the modelled duration (FLOPs / device).
 Worker 0 evaluates test accuracy every ``eval_every`` steps (not charged to the clock).
+
+What a rank returns holds numpy arrays, not tensors (the servers' states, the pushed sum, worker 0's
+parameters), so the notebook kernel that receives them need not import torch; saved server states
+sent back as ``restore`` become tensors again on the server's rank.
 """
 from __future__ import annotations
 
-import torch
-from torch.nn.utils import parameters_to_vector
+import dataclasses
+
+import numpy as np
+
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
 from .. import train
 from .config import PSConfig
-from .server import DenseServer
+from .server import DenseServer, ServerState
 from .worker import PSClient
 
 
@@ -27,10 +36,28 @@ def rank_main(comm, cfg: PSConfig) -> dict:
     role = cfg.roles.role(comm.rank)
     if role == "server":
         server = comm.rank - cfg.roles.workers
+        if cfg.restore is not None:
+            cfg = dataclasses.replace(cfg, restore=tuple(as_tensors(s) for s in cfg.restore))
         init = parameters_to_vector(train.make_model(cfg.width, cfg.layers, cfg.seed).parameters()).detach()
         state = DenseServer(comm, cfg, server, init).serve()
-        return {"role": "server", "server": server, "state": state}
+        return {"role": "server", "server": server, "state": as_arrays(state)}
     return worker_main(comm, cfg, comm.rank)
+
+
+def _map_state(state: ServerState, convert) -> ServerState:
+    each = lambda d: {k: convert(v) for k, v in d.items()}  # noqa: E731
+    return ServerState(each(state.values), each(state.momentum), dict(state.version), each(state.applied),
+                       list(state.records), list(state.gaps))
+
+
+def as_arrays(state: ServerState) -> ServerState:
+    """A server's state with numpy arrays for tensors (what the kernel receives)."""
+    return _map_state(state, lambda t: t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t))
+
+
+def as_tensors(state: ServerState) -> ServerState:
+    """A saved state (numpy arrays or tensors) with tensors again, for a server to start from."""
+    return _map_state(state, lambda a: a.clone() if isinstance(a, torch.Tensor) else torch.from_numpy(np.array(a)))
 
 
 def _slice(cfg: PSConfig, w: int, step: int) -> tuple[int, int]:
@@ -66,6 +93,6 @@ def worker_main(comm, cfg: PSConfig, w: int) -> dict:
     res = train.fit(comm, steps=steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, seed=cfg.seed,
                     sync=sync, eval_every=cfg.eval_every, eval_from=cfg.start, initial=initial,
                     batch_slice=lambda t: _slice(cfg, w, t), slow=lambda t: cfg.slow(w, t))
-    return {"role": "worker", "worker": w, "history": res.evaluated(w), "pushed": sync.pushed,
+    return {"role": "worker", "worker": w, "history": res.evaluated(w), "pushed": sync.pushed.numpy(),
             "comm_s": client.comm_s, "steps": len(steps),
-            "params": parameters_to_vector(res.model.parameters()).detach() if w == 0 else None}
+            "params": parameters_to_vector(res.model.parameters()).detach().numpy() if w == 0 else None}

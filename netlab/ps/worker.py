@@ -13,7 +13,8 @@ Bytes per step: every worker sends M and receives M (+ 32 bytes of header per ch
 """
 from __future__ import annotations
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from . import protocol
 from .config import PSConfig

@@ -26,7 +26,8 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-import torch
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
 
 from ..net.port import Port
 

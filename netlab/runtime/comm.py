@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-import torch
-import torch.distributed as dist
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+dist = lazy("torch.distributed", globals())
 
 from ..net.network import Network
 from ..net.presets import Device

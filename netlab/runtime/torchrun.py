@@ -11,8 +11,9 @@ import os
 import time
 from datetime import timedelta
 
-import torch
-import torch.distributed as dist
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+dist = lazy("torch.distributed", globals())
 
 from .comm import Comm
 from .result import RunResult, assemble, pack

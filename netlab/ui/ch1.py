@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..cluster import MAX_RANKS
-from ..data import load
+from ..data import size
 from ..figures.common import margins
 from ..figures.step import timeline
 from ..net.presets import DEVICES
@@ -29,7 +29,7 @@ class StepPanel(Panel):
 
     def __init__(self, ranks: int = 4, bandwidth: str = "10Gbit/s", latency: str = "5us", width: int = 512,
                  device: str = "cpu-core", max_width: int = 3500, batch: int = 32):
-        self.samples = len(load("train")[1])         # one global batch must fit the training set
+        self.samples = size("train")         # one global batch must fit the training set
         self._figures: dict = {}
         sizes = [(f"{fmt_bytes(grad_bytes(w))} (width {w})", w) for w in WIDTHS if w <= max_width]
         super().__init__({
