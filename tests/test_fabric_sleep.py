@@ -19,8 +19,9 @@ def _as_events(self, which, t):
         self.fabric.schedule(t, self._increase_timer, self._gen)
 
 
-def _plain_run(self, until=math.inf, stop=None):
-    """The event loop without sleeping timers."""
+def _plain_run(self, until=math.inf, stop=None, max_events=None):
+    """The event loop without sleeping timers (the runs here set no event limit)."""
+    assert max_events is None
     heap, n = self._heap, 0
     while heap and heap[0][0] <= until:
         t, _, fn, arg = heapq.heappop(heap)

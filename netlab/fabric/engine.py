@@ -140,13 +140,16 @@ class Fabric:
         self.schedule(flow.start, transport.begin, None)
         return flow
 
-    def run(self, until: float = math.inf, stop=None) -> float:
-        """Process events up to virtual time ``until`` (or until ``stop()`` is true); returns the clock.
+    def run(self, until: float = math.inf, stop=None, max_events: int | None = None) -> float:
+        """Process events up to virtual time ``until`` (or until ``stop()`` is true, or ``max_events``
+        were processed); returns the clock.
 
-        ``stop()`` is honoured at every 256th event counting the timers that slept (``Sleeper``), as
-        if they had been events: the run ends at the same event with or without sleeping timers."""
+        ``stop()`` is honoured at every 256th event counting the timers that slept (see the module's
+        docstring), as if they had been events: the run ends at the same event with or without
+        sleeping timers."""
         heap, pop = self._heap, heapq.heappop
         n, ghosts = 0, self.ghosts
+        budget = -1 if max_events is None else max_events
         while heap and heap[0][0] <= until:
             t, _, fn, arg = pop(heap)
             self.now = t
@@ -156,6 +159,9 @@ class Fabric:
                 self.catch_up(t)
                 if (n + self.ghosts - ghosts) & 255:
                     n = self._run_to_boundary(until, n, ghosts)
+                break
+            if n == budget:
+                self.catch_up(t)
                 break
         else:
             if until != math.inf:
