@@ -229,6 +229,12 @@ class DCQCN(Paced):
 def _chain(t: float, step: float, until: float) -> np.ndarray:
     """t, t + step, (t + step) + step, ... up to ``until``: the sums a chain of events computes
     (numpy's cumulative sum adds in order, so the floats are the same)."""
+    if (until - t) < 256 * step:                                 # a few: plain floats are quicker
+        out = []
+        while t <= until:
+            out.append(t)
+            t += step
+        return np.asarray(out, dtype=float)
     parts = []
     while t <= until:
         n = min(int((until - t) / step) + 2, 1 << 20)
@@ -244,12 +250,22 @@ def _chain(t: float, step: float, until: float) -> np.ndarray:
 
 def _count(t: float, step: float, until: float) -> tuple[int, float]:
     """How many of t, t + step, ... are at or before ``until``, and the first that is not."""
+    if (until - t) < 256 * step:
+        k = 0
+        while t <= until:
+            t += step
+            k += 1
+        return k, t
     times = _chain(t, step, until)
     return len(times), (float(times[-1]) + step if len(times) else t)
 
 
 def _power(x: float, c: float, k: int) -> float:
     """x multiplied by c, k times in a row (not c ** k: the rounding of each product is kept)."""
+    if k < 256:
+        for _ in range(k):
+            x *= c
+        return x
     while k > 0 and x != 0.0:
         n = min(k, 1 << 20)
         x = float(np.multiply.accumulate(np.concatenate(([x], np.full(n, c))))[-1])

@@ -21,11 +21,13 @@ TRANSPORTS = ["reno", "cubic", "dctcp", "dcqcn", "ideal"]
 MARKED = ("dctcp", "dcqcn")                   # the transports that react to ECN marks
 
 
-# Events the panel simulates per answer at most: at about 2.5 us each on an idle core, and about
-# 0.2 s for the figure, an answer within 1 s. The settings that need more (lossy RoCE or the ideal
-# sender into a small buffer: every timeout resends a whole window, go-back-N, millions of packets)
-# show the round so far and say so; ``python -m netlab congestion incast`` runs them to the end.
-PANEL_EVENTS = 250_000
+# Events the panel simulates per answer at most: 2-3.3 us each on one core (DCQCN's are the dearest)
+# and about 0.2-0.3 s for the figure, an answer within 1 s (benchmarks/congestion_speed.py). Every
+# Reno, CUBIC and DCTCP setting finishes well within it (32 x 1 MB into 16 KB: 163,000 events); the
+# settings that need more (lossy RoCE or the ideal sender into a small buffer, where each timeout
+# resends the rest of a block, go-back-N, millions of packets; or RoCE pausing 32 x 1 MB) show the
+# round so far and say so, and ``python -m netlab congestion incast`` runs them to the end.
+PANEL_EVENTS = 200_000
 
 
 def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min, rounds=1, event_limit=None):
