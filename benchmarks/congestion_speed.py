@@ -9,8 +9,9 @@ PNG: ``Panel.set`` on this thread) in under 1 s. The sweep sets the panel to eac
 below (every value of every control from the chapter's starting point; every transport x PFC x
 RTOmin; the largest rounds, 32 x 1 MB, into the smallest and largest buffer at both rates) and
 prints the median, the maximum and the slowest settings with their events: events do not depend on
-the machine's load, wall times do; the process's CPU time is the nearer guide on a busy machine. Then the chapter's real-step jitter cell
-(``fabric.steps.step_jitter``, 3 ranks x 12 steps x 4 transports), per transport (--no-real skips it).
+the machine's load, wall times do; the process's CPU time is the nearer guide on a busy machine.
+Then the chapter's real-step jitter cell (``fabric.steps.step_jitter``, 3 ranks x 12 steps x 4
+transports), per transport (--no-real skips it).
 Prints the load average beside the figures: on a busy machine read the ratios, not the times.
 """
 import os

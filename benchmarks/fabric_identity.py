@@ -89,7 +89,7 @@ def compare(old_path, new_path) -> int:
             if bad <= 20:
                 print(f"DIFFERENT {where}: {a!r} != {b!r}")
     walk(old, new, "")
-    events = sum(v["events (not compared)"] for v in old.values()), sum(v["events (not compared)"] for v in new.values())
+    events = [sum(v["events (not compared)"] for v in runs.values()) for runs in (old, new)]
     print(f"{len(old)} runs compared: {'identical' if not bad else f'{bad} differences'}; "
           f"events {events[0]} -> {events[1]}")
     return 1 if bad else 0

@@ -4,9 +4,10 @@ Why packets and not a fluid: what this chapter teaches happens to individual pac
 collapse is a tail drop that leaves a sender too few duplicate ACKs for fast retransmit, so it waits
 out RTOmin; PFC pauses one port after the packet on the wire; DCTCP reacts to the fraction of marked
 packets. A per-RTT fluid model would have to assume each of those. Packets cost events: a 16-sender
-incast of 256 KB each is about 2,800 packets and 14,500 events (2 to 3 us each), resolved in about 0.04 s
-of wall time on an idle core (``benchmarks/congestion_speed.py`` prints it). At 40 Gbit/s and tens of milliseconds that is too
-many events, which is why DCQCN's stability is studied on its published fluid model (``fluid.py``).
+incast of 256 KB each is about 2,800 packets and 14,500 events (2 to 3 us each), resolved in about
+0.04 s of wall time on an idle core (``benchmarks/congestion_speed.py`` prints it). At 40 Gbit/s and
+tens of milliseconds that is too many events, which is why DCQCN's stability is studied on its
+published fluid model (``fluid.py``).
 
 The event loop is a heap of (time, sequence, callable, argument); the sequence breaks ties in the
 order events were scheduled, so a run is deterministic: its random sources (ECN marking between
