@@ -88,20 +88,28 @@ class DCQCN(Paced):
         self.fabric.schedule(self.fabric.now + self.tau_alpha, self._alpha_timer, None)
         self.fabric.schedule(self.fabric.now + self.T, self._increase_timer, self._gen)
 
-    # ---- the two periodic timers; while the sender is idle they sleep (see ``Sleeper`` below)
+    # ---- the two periodic timers; while the sender is idle they sleep (the fabric's side is below)
     def on_ack(self, msg) -> None:
         if self.sleeping:
-            self.wake()
-        super().on_ack(msg)
+            self.catch_up(self.fabric.now)
+            super().on_ack(msg)
+            if self._pacing or self.finished:
+                self.wake()
+        else:
+            super().on_ack(msg)
 
     def _timer(self, _) -> None:
         if self.sleeping:
-            self.wake()
-        super()._timer(_)
+            self.catch_up(self.fabric.now)
+            super()._timer(_)
+            if self._pacing or self.finished:
+                self.wake()
+        else:
+            super()._timer(_)
 
     def on_cnp(self, _) -> None:
         if self.sleeping:
-            self.wake()
+            self.catch_up(self.fabric.now)
         if self.finished:
             return
         self.cnps += 1
@@ -112,6 +120,10 @@ class DCQCN(Paced):
         self.timer_stage = self.byte_stage = 0
         self.bytes = 0.0
         self._gen += 1
+        if "increase" in self.sleeping:      # the old timer's next firing stays an event: it finds itself stale
+            self.fabric.schedule(self.sleeping.pop("increase"), self._increase_timer, self._gen - 1)
+            if not self.sleeping:
+                del self.fabric.sleepers[self]
         self.fabric.schedule(self.fabric.now + self.T, self._increase_timer, self._gen)
         self.record(self.rc)
 
@@ -168,10 +180,9 @@ class DCQCN(Paced):
         self.fabric.sleepers[self] = True
 
     def wake(self) -> None:
-        """Something reached the sender: fire what was due until now, and put the timers back on the
-        event queue (a timer that finds the sender still idle goes back to sleep)."""
+        """The sender sends again (or has finished): its timers go back on the event queue (caught up
+        to now by whatever woke it; a timer that finds the sender idle again goes back to sleep)."""
         fab = self.fabric
-        self.catch_up(fab.now)
         for which, t in self.sleeping.items():
             if which == "alpha":
                 fab.schedule(t, self._alpha_timer, None)
