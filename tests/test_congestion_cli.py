@@ -44,3 +44,43 @@ def test_bad_input_from_the_shell_has_no_traceback():
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == proc.stderr.strip().splitlines()[0].strip() and "pfc:" in proc.stderr
+
+
+@pytest.mark.parametrize("args, name", [
+    (["jitter", "--real-steps", "--transport", "cubic"], "transport"),
+    (["jitter", "--real-steps", "--ranks", "0"], "ranks"),
+    (["jitter", "--real-steps", "--steps", "1"], "steps"),
+    (["jitter", "--real-steps", "--background", "1.5"], "background"),
+    (["jitter", "--real-steps", "--latency", "-1us"], "latency"),
+    (["jitter", "--real-steps", "--buffer", "4K", "--transport", "reno,dcqcn"], "buffer"),
+    (["jitter", "--real-steps", "--senders", "4"], "real-steps"),
+    (["jitter", "--real-steps", "--pfc"], "real-steps"),
+    (["incast", "--real-steps"], "real-steps"),
+    (["jitter", "--ranks", "3"], "ranks"),
+])
+def test_real_steps_bad_input_is_one_line_naming_the_parameter_before_any_rank_starts(args, name, run_cli):
+    from netlab.runtime import shared
+    before = shared._default
+    code, out, err = run_cli("congestion", *args)
+    assert code == 2 and out == "", (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"netlab congestion: error: {name}:"), lines
+    assert shared._default is before                        # refused before the rank pool was touched
+
+
+@pytest.mark.slow
+def test_real_steps_from_the_shell_print_each_transports_step_times_as_the_library_measures_them():
+    from netlab.fabric.steps import step_jitter
+    proc = subprocess.run([sys.executable, "-m", "netlab", "congestion", "jitter", "--real-steps", "--ranks", "2",
+                           "--steps", "3", "--transport", "reno,dcqcn", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert list(rows) == ["reno", "dcqcn"]
+    # virtual time is deterministic: the same training run in this process is the reference
+    ref = step_jitter(transports=("reno", "dcqcn"), ranks=2, steps=3)
+    for name, row in rows.items():
+        assert row["times_s"] == pytest.approx(list(ref[name]["times"]), rel=1e-12)
+        assert (row["p50"], row["p99"], row["max"]) == pytest.approx((ref[name]["p50"], ref[name]["p99"],
+                                                                      ref[name]["max"]), rel=1e-12)
+        assert row["max"] == max(row["times_s"]) and row["fabric"]["drops"] == ref[name]["fabric"]["drops"]

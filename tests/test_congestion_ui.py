@@ -34,3 +34,23 @@ def test_step_time_and_victim_figures_draw_on_figures():
     out = jitter(("dctcp",), rounds=3, senders=2, block=16 * 1024, background=0.2)
     assert len(draw_step_times(Figure(), out).axes) == 1
     assert len(draw_victim(Figure(), {"PFC on": victim(duration=2e-3)}).axes) == 1
+
+
+def test_a_round_past_the_panels_event_limit_is_shown_as_far_as_it_got_and_says_so(monkeypatch):
+    import netlab.ui.ch6 as ch6
+    monkeypatch.setattr(ch6, "PANEL_EVENTS", 500)
+    setting = dict(senders=8, block="64K", bandwidth="1Gbit/s", buffer="32K", transport="reno", ecn_k="default",
+                   pfc=False, rto_min="200ms")
+    panel = CongestionPanel(**{k: v for k, v in setting.items() if k != "ecn_k"})
+    cut = panel.last
+    assert not cut.complete and cut.fabric.events == 500 and cut.rounds == []
+    assert panel.text.startswith("stopped after 500 events") and "python -m netlab congestion incast" in panel.text
+    full = ch6.run_setting(**setting)                       # the same round, run to its end
+    assert full.complete and full.fabric.events > 500 and len(full.rounds) == 1
+    # the panel showed a prefix of that run: the same drops and queue, up to where it stopped
+    assert cut.port.drop_t == full.port.drop_t[:len(cut.port.drop_t)]
+    assert cut.port.q_bytes == full.port.q_bytes[:len(cut.port.q_bytes)]
+    done = sum(f.done_at is not None for f in cut.flows)
+    assert f"{done} of 8 flows finished" in panel.text
+    panel.set(senders=2, block="16K")                       # a small round finishes within the limit
+    assert panel.last.complete and panel.text.startswith("goodput")

@@ -5,9 +5,13 @@
     python -m netlab congestion incast --senders 16 --transport ideal --pfc          # lossless
     python -m netlab congestion incast --transport dctcp --ecn-k 30KB
     python -m netlab congestion jitter --background 0.3 --rounds 40                  # step-time tails
+    python -m netlab congestion jitter --real-steps --ranks 3 --steps 12 --json      # real training steps
 
 Prints goodput (bytes/s, GB = 1e9 B), the round completion time p50/p99 over rounds, drops, ECN
 marks, retransmission timeouts and PFC pause time, from the packet-level fabric (``netlab.fabric``).
+``jitter --real-steps`` times real training instead of model rounds: ``--ranks`` gloo ranks train
+(``fabric.steps.step_jitter``) beside another job's traffic, once per transport, and it prints each
+transport's step time p50/p99/max with the fabric's drops, timeouts and PFC pause.
 """
 from __future__ import annotations
 
@@ -21,9 +25,9 @@ def add_parser(p) -> None:
     p.add_argument("--senders", type=int, default=16, help="synchronized senders (default 16)")
     p.add_argument("--block", default="256K", help="bytes each sender sends per round (default 256K)")
     p.add_argument("--bandwidth", default="1Gbit/s", help="every link's rate (default 1Gbit/s)")
-    p.add_argument("--buffer", default="64K", help="the receiver port's buffer (default 64K)")
-    p.add_argument("--transport", default="reno", help="reno, cubic, dctcp, dcqcn or ideal (default reno); "
-                   "jitter: a comma-separated list (default reno,dctcp,dcqcn)")
+    p.add_argument("--buffer", default=None, help="the receiver port's buffer (default 64K; --real-steps 32K)")
+    p.add_argument("--transport", default=None, help="reno, cubic, dctcp, dcqcn or ideal (default reno); "
+                   "jitter: a comma-separated list (default reno,dctcp,dcqcn; --real-steps ideal,reno,dctcp,dcqcn)")
     p.add_argument("--rto-min", default="200ms", help="TCP's minimum retransmission timeout (default 200ms, Linux)")
     p.add_argument("--rounds", type=int, default=None, help="rounds (default 20 for incast, 40 for jitter)")
     p.add_argument("--window", default="64K", help="TCP receive window per sender (default 64K)")
@@ -39,6 +43,11 @@ def add_parser(p) -> None:
     p.add_argument("--background", type=float, default=None, help="another job's load on the port, 0..1 "
                    "(default 0 for incast, 0.3 for jitter)")
     p.add_argument("--seed", type=int, default=0, help="seed of the background traffic and ECN marking")
+    p.add_argument("--real-steps", action="store_true", help="jitter: real ranks train on the fabric (step times "
+                   "of fabric.steps.step_jitter) instead of model rounds")
+    p.add_argument("--ranks", type=int, default=None, help="--real-steps: training ranks (default 3)")
+    p.add_argument("--steps", type=int, default=None, help="--real-steps: training steps per transport (default 12)")
+    p.add_argument("--latency", default=None, help="--real-steps: every link's latency (default 20us)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -90,23 +99,74 @@ def _text(row: dict) -> str:
         f"  simulated in     {row['wall_s']:.2f} s ({row['events']} events)"])
 
 
+REAL_ONLY = ("ranks", "steps", "latency")
+MODEL_ONLY = {"senders": 16, "block": "256K", "rounds": None, "window": "64K", "ecn_k": None, "ecn_kmin": None,
+              "ecn_kmax": None, "ecn_pmax": None, "pfc": False, "xoff": None, "xon": None, "pfc_headroom": None,
+              "shared_buffer": False}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def real_steps(args) -> int:
+    """``jitter --real-steps``: real ranks' step times per transport (``fabric.steps.step_jitter``)."""
+    from ..fabric import steps as real
+    from ..validate import choice as validate_choice
+    if args.experiment != "jitter":
+        raise ValueError("real-steps: only the jitter experiment runs real training steps")
+    for name, default in MODEL_ONLY.items():
+        if getattr(args, name) != default:
+            raise ValueError(f"real-steps: {_flag(name)} does not apply: the ranks' gradients are the traffic")
+    transports = ([t.strip() for t in args.transport.split(",")] if args.transport is not None
+                  else list(real.TRANSPORTS))
+    for t in transports:
+        validate_choice(t, "transport", real.TRANSPORTS)
+    background = args.background if args.background is not None else 0.5
+    if not 0 <= background < 1:
+        raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
+    ranks = args.ranks if args.ranks is not None else 3
+    steps = args.steps if args.steps is not None else 12
+    out = real.step_jitter(transports=tuple(transports), ranks=ranks, steps=steps,
+                           bandwidth=parse_bandwidth(args.bandwidth, "bandwidth"),
+                           latency=args.latency if args.latency is not None else "20us",
+                           buffer=args.buffer if args.buffer is not None else "32K", background=background,
+                           rto_min=parse_time(args.rto_min, "rto-min", allow_zero=False), seed=args.seed)
+    rows = {t: {"times_s": [float(x) for x in r["times"]], "p50": r["p50"], "p99": r["p99"], "max": r["max"],
+                "fabric": r["fabric"], "switch": r["describe"]} for t, r in out.items()}
+    text = [f"# netlab congestion jitter --real-steps: {ranks} ranks x {steps} training steps, ring all-reduce, "
+            f"background load {background:.0%} into rank 0's port"]
+    for t, r in rows.items():
+        f = r["fabric"]
+        text.append(f"  {t:6s} p50 {fmt_time(r['p50'])}  p99 {fmt_time(r['p99'])}  max {fmt_time(r['max'])}; "
+                    f"drops {f['drops']}, timeouts {f['timeouts']}, PFC pause {fmt_time(f['pause_s'])}")
+    emit(rows, args.json, "\n".join(text))
+    return 0
+
+
 def main(args) -> int:
     from ..fabric import incast
     from ..fabric.scenarios import jitter, validate
     from ..fabric.transport import TRANSPORTS
     from ..validate import choice as validate_choice
+    if args.real_steps:
+        return real_steps(args)
+    for name in REAL_ONLY:
+        if getattr(args, name) is not None:
+            raise ValueError(f"{name}: {_flag(name)} needs --real-steps")
     rounds = args.rounds if args.rounds is not None else (20 if args.experiment == "incast" else 40)
     block = parse_bytes(args.block, "block")
     bandwidth = parse_bandwidth(args.bandwidth, "bandwidth")
-    buffer = parse_bytes(args.buffer, "buffer", allow_zero=True)
+    buffer = parse_bytes(args.buffer if args.buffer is not None else "64K", "buffer", allow_zero=True)
     rto_min = parse_time(args.rto_min, "rto-min", allow_zero=False)
     window = parse_bytes(args.window, "window")
     background = args.background if args.background is not None else (0.0 if args.experiment == "incast" else 0.3)
     if not 0 <= background < 1:
         raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
-    transports = [t.strip() for t in args.transport.split(",")] if args.experiment == "jitter" else [args.transport]
-    if args.experiment == "jitter" and args.transport == "reno":
-        transports = ["reno", "dctcp", "dcqcn"]
+    if args.experiment == "jitter":
+        transports = [t.strip() for t in args.transport.split(",")] if args.transport else ["reno", "dctcp", "dcqcn"]
+    else:
+        transports = [args.transport or "reno"]
     for t in transports:                           # before _ecn picks a transport's default marking
         validate_choice(t, "transport", TRANSPORTS)
     pfc = _pfc(args, buffer, bandwidth)

@@ -4,9 +4,10 @@ Why packets and not a fluid: what this chapter teaches happens to individual pac
 collapse is a tail drop that leaves a sender too few duplicate ACKs for fast retransmit, so it waits
 out RTOmin; PFC pauses one port after the packet on the wire; DCTCP reacts to the fraction of marked
 packets. A per-RTT fluid model would have to assume each of those. Packets cost events: a 16-sender
-incast of 256 KB each is about 2,800 packets and 11,000 events, resolved in about 0.1 s of wall time
-(``benchmarks/congestion_speed.py`` prints it). At 40 Gbit/s and tens of milliseconds that is too
-many events, which is why DCQCN's stability is studied on its published fluid model (``fluid.py``).
+incast of 256 KB each is about 2,800 packets and 14,500 events (2 to 3 us each), resolved in about
+0.04 s of wall time on an idle core (``benchmarks/congestion_speed.py`` prints it). At 40 Gbit/s and
+tens of milliseconds that is too many events, which is why DCQCN's stability is studied on its
+published fluid model (``fluid.py``).
 
 The event loop is a heap of (time, sequence, callable, argument); the sequence breaks ties in the
 order events were scheduled, so a run is deterministic: its random sources (ECN marking between
@@ -14,6 +15,16 @@ Kmin and Kmax, and a host's timing noise of up to half a packet time per send, w
 phase lock-out that perfectly regular senders suffer at a drop-tail queue) come from a seeded
 ``random.Random``. Senders keep at most two packets queued in their NIC (Linux's TCP small
 queues); the rest of a window waits in the sender until the NIC drains.
+
+Sleeping timers: DCQCN keeps two periodic timers per flow (55 us) that run while the flow waits out
+a 200 ms retransmission timeout; as events they were 96 % of a lossy DCQCN incast's 3 million. A
+timer that fires while its sender is idle goes to sleep instead of onto the heap (the sender is in
+``sleepers``); whatever next reaches the sender (an ACK, a CNP, its retransmission timer) first fires
+the sleeping timer's due firings at their own times, with the floats a chain of events computes, and
+puts the timer back on the heap. ``run`` counts those firings as the events they replace when it
+checks ``stop`` (every 256th event), so a run ends where it would have, and every result is the same
+(``benchmarks/fabric_identity.py`` checks the chapter's runs float for float); ``events`` counts
+heap events only, ``ghosts`` the firings done without one.
 
 ACKs, CNPs and PAUSE frames are not queued: they take the path's propagation delay back (plus an
 optional extra feedback delay), as control traffic in a higher priority would. The receiver ACKs
@@ -100,7 +111,9 @@ class Fabric:
         self.ports: dict[str, Port] = {}
         self.switches: dict[str, Switch] = {}
         self.flows: list[Flow] = []
-        self.events = 0
+        self.events = 0                     # events processed
+        self.ghosts = 0                     # timer firings done without an event (sleeping timers)
+        self.sleepers = {}                  # senders whose timers sleep: catch_up(t), due(), fire(which)
 
     def schedule(self, t: float, fn, arg=None) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
@@ -128,19 +141,61 @@ class Fabric:
         self.schedule(flow.start, transport.begin, None)
         return flow
 
-    def run(self, until: float = math.inf, stop=None) -> float:
-        """Process events up to virtual time ``until`` (or until ``stop()`` is true); returns the clock."""
+    def run(self, until: float = math.inf, stop=None, max_events: int | None = None) -> float:
+        """Process events up to virtual time ``until`` (or until ``stop()`` is true, or ``max_events``
+        were processed); returns the clock.
+
+        ``stop()`` is honoured at every 256th event counting the timers that slept (see the module's
+        docstring), as if they had been events: the run ends at the same event with or without
+        sleeping timers."""
         heap, pop = self._heap, heapq.heappop
-        n = 0
+        n, ghosts = 0, self.ghosts
+        budget = -1 if max_events is None else max_events
         while heap and heap[0][0] <= until:
             t, _, fn, arg = pop(heap)
             self.now = t
             fn(arg)
             n += 1
-            if stop is not None and (n & 255) == 0 and stop():
+            if stop is not None and stop():
+                self.catch_up(t)
+                if (n + self.ghosts - ghosts) & 255:
+                    n = self._run_to_boundary(until, n, ghosts)
+                break
+            if n == budget:
+                self.catch_up(t)
                 break
         else:
             if until != math.inf:
                 self.now = max(self.now, until)
+                self.catch_up(until)
         self.events += n
         return self.now
+
+    # ---- sleeping timers: a periodic timer that nobody can observe need not be an event
+    def catch_up(self, t: float) -> None:
+        """Fire every sleeping timer due at or before ``t`` (at its own time, in its own order)."""
+        for sleeper in list(self.sleepers):
+            sleeper.catch_up(t)
+
+    def _run_to_boundary(self, until: float, n: int, ghosts: int) -> int:
+        """After ``stop()`` came true: go on, one event or sleeping timer at a time in time order, to
+        the next 256th (the point at which a fabric without sleeping timers checks ``stop``)."""
+        heap, pop = self._heap, heapq.heappop
+        while True:
+            real = heap[0][0] if heap and heap[0][0] <= until else math.inf
+            due = min(((t, which, s) for s in self.sleepers for t, which in s.due()), default=None,
+                      key=lambda d: d[0])
+            if due is not None and due[0] <= until and due[0] <= real:
+                self.now = due[0]
+                due[2].fire(due[1])
+            elif real != math.inf:
+                t, _, fn, arg = pop(heap)
+                self.now = t
+                fn(arg)
+                n += 1
+            else:
+                if until != math.inf:
+                    self.now = max(self.now, until)
+                return n
+            if (n + self.ghosts - ghosts) & 255 == 0:
+                return n

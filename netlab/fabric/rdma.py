@@ -10,9 +10,14 @@ each followed by Rc <- (Rt + Rc)/2. The receiver (NP) sends at most one CNP per 
 ``Ideal``: paced at line rate, no congestion reaction: today's netlab network when buffers are
 unlimited. Lost packets (a lossy fabric) come back by go-back-N after a timeout, as RoCE's do.
 
+While a DCQCN sender is idle (everything sent, waiting for ACKs or a timeout) its timers sleep and
+are caught up when something reaches it (``engine.py`` explains; the result is the same).
+
 Left out: DCQCN's target-rate clamping option, NACK-triggered go-back-N, TIMELY/HPCC.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .sender import RTO_MIN, Sender
 
@@ -76,13 +81,35 @@ class DCQCN(Paced):
         self.bytes = 0.0
         self._gen = 0                                   # invalidates the increase timer on a cut
         self.cnps = 0
+        self.sleeping = {}                              # timer -> its next firing, while it sleeps
 
     def begin(self, _) -> None:
         super().begin(_)
         self.fabric.schedule(self.fabric.now + self.tau_alpha, self._alpha_timer, None)
         self.fabric.schedule(self.fabric.now + self.T, self._increase_timer, self._gen)
 
+    # ---- the two periodic timers; while the sender is idle they sleep (the fabric's side is below)
+    def on_ack(self, msg) -> None:
+        if self.sleeping:
+            self.catch_up(self.fabric.now)
+            super().on_ack(msg)
+            if self._pacing or self.finished:
+                self.wake()
+        else:
+            super().on_ack(msg)
+
+    def _timer(self, _) -> None:
+        if self.sleeping:
+            self.catch_up(self.fabric.now)
+            super()._timer(_)
+            if self._pacing or self.finished:
+                self.wake()
+        else:
+            super()._timer(_)
+
     def on_cnp(self, _) -> None:
+        if self.sleeping:
+            self.catch_up(self.fabric.now)
         if self.finished:
             return
         self.cnps += 1
@@ -93,32 +120,50 @@ class DCQCN(Paced):
         self.timer_stage = self.byte_stage = 0
         self.bytes = 0.0
         self._gen += 1
+        if "increase" in self.sleeping:      # the old timer's next firing stays an event: it finds itself stale
+            self.fabric.schedule(self.sleeping.pop("increase"), self._increase_timer, self._gen - 1)
+            if not self.sleeping:
+                del self.fabric.sleepers[self]
         self.fabric.schedule(self.fabric.now + self.T, self._increase_timer, self._gen)
         self.record(self.rc)
 
     def _alpha_timer(self, _) -> None:
         if self.finished:
             return
+        self._alpha_step()
+        t = self.fabric.now + self.tau_alpha
+        if self._pacing:
+            self.fabric.schedule(t, self._alpha_timer, None)
+        else:
+            self.sleep("alpha", t)
+
+    def _alpha_step(self) -> None:
         if not self.cnp_seen:
             self.alpha *= 1 - self.g
         self.cnp_seen = False
-        self.fabric.schedule(self.fabric.now + self.tau_alpha, self._alpha_timer, None)
 
     def _increase_timer(self, gen) -> None:
         if self.finished or gen != self._gen:
             return
+        self._increase_step(self.fabric.now)
+        t = self.fabric.now + self.T
+        if self._pacing:
+            self.fabric.schedule(t, self._increase_timer, gen)
+        else:
+            self.sleep("increase", t)
+
+    def _increase_step(self, now: float) -> None:
         self.timer_stage += 1
-        self._increase()
-        self.fabric.schedule(self.fabric.now + self.T, self._increase_timer, gen)
+        self._increase(now)
 
     def sent_bytes(self, n: int) -> None:
         self.bytes += n
         if self.bytes >= self.B:
             self.bytes -= self.B
             self.byte_stage += 1
-            self._increase()
+            self._increase(self.fabric.now)
 
-    def _increase(self) -> None:
+    def _increase(self, now: float) -> None:
         low, high = min(self.timer_stage, self.byte_stage), max(self.timer_stage, self.byte_stage)
         if low > self.F:
             self.rt += (low - self.F) * self.r_hai      # hyper increase
@@ -126,4 +171,114 @@ class DCQCN(Paced):
             self.rt += self.r_ai                        # additive increase
         self.rt = min(self.rt, self.line)
         self.rc = min(self.line, (self.rt + self.rc) / 2)  # fast recovery: halfway to the target
-        self.record(self.rc)
+        self.w_t.append(now)
+        self.w.append(self.rc)
+
+    # ---- Sleeper: the fabric's side of the sleeping timers
+    def sleep(self, which: str, t: float) -> None:
+        self.sleeping[which] = t
+        self.fabric.sleepers[self] = True
+
+    def wake(self) -> None:
+        """The sender sends again (or has finished): its timers go back on the event queue (caught up
+        to now by whatever woke it; a timer that finds the sender idle again goes back to sleep)."""
+        fab = self.fabric
+        for which, t in self.sleeping.items():
+            if which == "alpha":
+                fab.schedule(t, self._alpha_timer, None)
+            else:
+                fab.schedule(t, self._increase_timer, self._gen)
+        self.sleeping = {}
+        del fab.sleepers[self]
+
+    def due(self):
+        return [(t, which) for which, t in self.sleeping.items()]
+
+    def fire(self, which: str) -> None:
+        """One sleeping firing, the earliest due of that timer."""
+        t = self.sleeping[which]
+        if which == "alpha":
+            self._alpha_step()
+            self.sleeping[which] = t + self.tau_alpha
+        else:
+            self._increase_step(t)
+            self.sleeping[which] = t + self.T
+        self.fabric.ghosts += 1
+
+    def catch_up(self, until: float) -> None:
+        """Every sleeping firing due at or before ``until``, with the floats an event per firing gives
+        (the times by repeated addition, alpha by repeated multiplication)."""
+        t = self.sleeping.get("alpha")
+        if t is not None and t <= until:
+            self._alpha_step()                                   # the first firing may see a CNP
+            k, t = _count(t + self.tau_alpha, self.tau_alpha, until)
+            self.alpha = _power(self.alpha, 1 - self.g, k)
+            self.cnp_seen = False
+            self.sleeping["alpha"] = t
+            self.fabric.ghosts += k + 1
+        t = self.sleeping.get("increase")
+        if t is not None and t <= until:
+            fired = 0
+            while t <= until:                                    # until the rate stops changing
+                rc = self.rc
+                self._increase_step(t)
+                t += self.T
+                fired += 1
+                if self.rt == self.line and self.rc == rc:
+                    break
+            if t <= until:                                       # the rest change only the stage
+                times = _chain(t, self.T, until)
+                self.timer_stage += len(times)
+                self.w_t.extend(times.tolist())
+                self.w.extend([self.rc] * len(times))
+                fired += len(times)
+                t = float(times[-1]) + self.T
+            self.sleeping["increase"] = t
+            self.fabric.ghosts += fired
+
+
+def _chain(t: float, step: float, until: float) -> np.ndarray:
+    """t, t + step, (t + step) + step, ... up to ``until``: the sums a chain of events computes
+    (numpy's cumulative sum adds in order, so the floats are the same)."""
+    if (until - t) < 256 * step:                                 # a few: plain floats are quicker
+        out = []
+        while t <= until:
+            out.append(t)
+            t += step
+        return np.asarray(out, dtype=float)
+    parts = []
+    while t <= until:
+        n = min(int((until - t) / step) + 2, 1 << 20)
+        seq = np.cumsum(np.concatenate(([t], np.full(n, step))))
+        i = int(np.searchsorted(seq, until, side="right"))
+        if i <= n:
+            parts.append(seq[:i])
+            break
+        parts.append(seq[:n])
+        t = float(seq[n])
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def _count(t: float, step: float, until: float) -> tuple[int, float]:
+    """How many of t, t + step, ... are at or before ``until``, and the first that is not."""
+    if (until - t) < 256 * step:
+        k = 0
+        while t <= until:
+            t += step
+            k += 1
+        return k, t
+    times = _chain(t, step, until)
+    return len(times), (float(times[-1]) + step if len(times) else t)
+
+
+def _power(x: float, c: float, k: int) -> float:
+    """x multiplied by c, k times in a row (not c ** k: the rounding of each product is kept)."""
+    if k < 256:
+        for _ in range(k):
+            x *= c
+        return x
+    while k > 0 and x != 0.0:
+        n = min(k, 1 << 20)
+        x = float(np.multiply.accumulate(np.concatenate(([x], np.full(n, c))))[-1])
+        k -= n
+    return x

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import transport as tp
+from ..validate import whole as validate_whole
 from .engine import Fabric, Flow
 from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
 
@@ -59,6 +60,11 @@ class Run:
     rounds: list = field(default_factory=list)      # s, completion time of each round
     payload: int = 0                                 # bytes the measured flows carried
     wall_s: float = 0.0
+    complete: bool = True                            # False: stopped at its event limit, rounds unfinished
+
+    def delivered(self) -> int:
+        """Bytes the receivers had in order when the run ended (all of them if it is complete)."""
+        return sum(f.rx_bytes[-1] for f in self.flows if not f.name.startswith("bg"))
 
     @property
     def port(self):
@@ -110,7 +116,7 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
            background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
            window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
-           persistent: bool = False, burst: int | None = None) -> Run:
+           persistent: bool = False, burst: int | None = None, event_limit: int | None = None) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
     ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
@@ -120,6 +126,8 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
     ``persistent``: each sender keeps one connection across rounds (window-based transports with
     ``resume``): its window, ssthresh and RTT estimate carry over to its next round's block.
     ``burst`` (bytes) makes the receiver's port a token bucket as Linux's tbf (``switch.TokenBucketPort``).
+    ``event_limit``: stop after that many events even if the rounds have not finished (the run is
+    then ``complete`` False: what happened so far), to bound the wall time of an interactive answer.
     """
     import time
     validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
@@ -166,8 +174,12 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
             fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)
-    fab.run(time_limit, stop=lambda: state["round"] >= rounds)
-    if state["round"] < rounds:
+    if event_limit is not None:
+        event_limit = validate_whole(event_limit, "event_limit", 1)
+    fab.run(time_limit, stop=lambda: state["round"] >= rounds, max_events=event_limit)
+    if state["round"] < rounds and event_limit is not None and fab.events >= event_limit:
+        run.complete = False
+    elif state["round"] < rounds:
         raise RuntimeError(f"incast: only {state['round']} of {rounds} rounds finished in {time_limit} s of virtual time")
     run.payload = senders * block * rounds
     run.wall_s = time.perf_counter() - wall

@@ -39,7 +39,11 @@ def _steps(comm, steps: int, width: int, batch: int):
 def spec_for(transport: str, *, bandwidth: float, latency: float, buffer, background: float, rto_min,
              seed: int) -> Congestion:
     """The switch settings a transport runs with here (as ``scenarios.jitter``)."""
-    pfc = PFC(buffer - pfc_headroom(bandwidth, latency / 2)) if transport == "dcqcn" else None
+    room = pfc_headroom(bandwidth, latency / 2)
+    if transport == "dcqcn" and buffer <= room:
+        raise ValueError(f"buffer: {buffer:,.0f} bytes cannot hold DCQCN's PFC headroom ({room:,.0f} bytes at this "
+                         f"bandwidth and latency); give a larger buffer")
+    pfc = PFC(buffer - room) if transport == "dcqcn" else None
     return Congestion(transport, buffer=buffer, ecn=default_ecn(transport, bandwidth), pfc=pfc, rto_min=rto_min,
                       background=background, seed=seed)
 
@@ -57,10 +61,10 @@ def step_jitter(*, transports=TRANSPORTS, ranks: int = 3, steps: int = 12, width
     bw = validate.bandwidth(bandwidth) if isinstance(bandwidth, str) else validate.positive(bandwidth, "bandwidth")
     lat = parse_time(latency, "latency")
     buf = parse_bytes(buffer, "buffer")
+    specs = {name: spec_for(name, bandwidth=bw, latency=lat, buffer=buf, background=background, rto_min=rto_min,
+                            seed=seed) for name in transports}            # every setting checked before any run
     out = {}
-    for name in transports:
-        spec = spec_for(name, bandwidth=bw, latency=lat, buffer=buf, background=background, rto_min=rto_min,
-                        seed=seed)
+    for name, spec in specs.items():
         res = cluster.run(_steps, steps, width, batch, ranks=ranks, network=network(bw, lat, congestion=spec),
                           device=make_device("cpu-core", 0.5))
         ends = np.max(np.asarray(res.values), axis=0)               # the slowest rank, step by step

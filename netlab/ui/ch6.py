@@ -1,6 +1,7 @@
 """Chapter 6's panel: senders, block size, bandwidth, buffer, transport, ECN threshold, PFC and RTOmin;
 each change runs an incast round in the packet fabric and draws the flows' rates and the queue
-(``netlab.figures.congestion.draw_run``).
+(``netlab.figures.congestion.draw_run``). A round that needs more than ``PANEL_EVENTS`` events is
+shown as far as it got, and says so, so every answer comes within about a second.
 
 Built on :class:`netlab.ui.panel.Panel` like every chapter's panel: a new ``Figure`` per answer (no
 pyplot state: the callback may run on another kernel thread), shown by replacing the output's
@@ -20,20 +21,43 @@ TRANSPORTS = ["reno", "cubic", "dctcp", "dcqcn", "ideal"]
 MARKED = ("dctcp", "dcqcn")                   # the transports that react to ECN marks
 
 
-def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min, rounds=1):
-    """One panel setting as an incast run (sizes as text, e.g. '256K', '1Gbit/s', '200ms')."""
+# Events the panel simulates per answer at most: 2-3.3 us each on one core (DCQCN's are the dearest)
+# and about 0.2-0.3 s for the figure, an answer within 1 s (benchmarks/congestion_speed.py). Every
+# Reno, CUBIC and DCTCP setting finishes well within it (32 x 1 MB into 16 KB: 163,000 events); the
+# settings that need more (lossy RoCE or the ideal sender into a small buffer, where each timeout
+# resends the rest of a block, go-back-N, millions of packets; or RoCE pausing 32 x 1 MB) show the
+# round so far and say so, and ``python -m netlab congestion incast`` runs them to the end.
+PANEL_EVENTS = 200_000
+
+
+def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min, rounds=1, event_limit=None):
+    """One panel setting as an incast run (sizes as text, e.g. '256K', '1Gbit/s', '200ms');
+    ``event_limit``: stop there, round finished or not (``Run.complete``)."""
     bw, buf = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
     ecn = ECN.dctcp(parse_bytes(ecn_k, "ecn-k")) if ecn_k != "default" else default_ecn(transport, bw)
     if pfc and buf <= headroom(bw):
         raise ValueError(f"pfc: no headroom: a {buf}-byte buffer cannot hold {headroom(bw):.0f} bytes of headroom")
     control = PFC(buf - headroom(bw)) if pfc else None
     return incast(senders, parse_bytes(block, "block"), bw, buf, transport, parse_time(rto_min, "rto-min", False),
-                  rounds, ecn, control)
+                  rounds, ecn, control, event_limit=event_limit)
+
+
+def panel_run(**values):
+    """What the panel runs for a setting: the incast round, at most ``PANEL_EVENTS`` events of it."""
+    return run_setting(**values, event_limit=PANEL_EVENTS)
 
 
 def describe(run) -> str:
     s = run.summary()
     link = run.port.rate
+    if not run.complete:
+        done = sum(f.done_at is not None for f in run.flows)
+        return (f"stopped after {s['events']:,} events, {fmt_time(run.fabric.now)} into the round "
+                f"(lossless: {fmt_time(run.payload / link)}): {done} of {len(run.flows)} flows finished, "
+                f"{run.delivered() / run.payload:.0%} of the bytes delivered; drops {s['drops']}, marks {s['marks']}, "
+                f"timeouts {s['timeouts']}, PFC pause {fmt_time(s['pause_s'])}; simulated in {s['wall_s']:.2f} s. "
+                f"The panel stops at {PANEL_EVENTS:,} events; python -m netlab congestion incast --rounds 1 "
+                f"runs this setting to the end")
     return (f"goodput {s['goodput_Bps'] * 8 / 1e9:.3f} Gbit/s ({s['goodput_Bps'] / link:.0%} of the link); "
             f"round {fmt_time(s['completion_s']['p50'])} (lossless: {fmt_time(run.payload / link)}); "
             f"drops {s['drops']}, marks {s['marks']}, timeouts {s['timeouts']}, PFC pause {fmt_time(s['pause_s'])}; "
@@ -68,8 +92,9 @@ class CongestionPanel(Panel):
     def greyed(self, values):
         return {"ecn_k": values["transport"] not in MARKED}       # Reno, CUBIC, ideal ignore ECN marks
 
-    run = staticmethod(run_setting)          # a ValueError is shown as "cannot run this setting: ..."
+    run = staticmethod(panel_run)            # a ValueError is shown as "cannot run this setting: ..."
     describe = staticmethod(describe)
 
     def draw(self, fig, run):
-        draw_run(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}")
+        stopped = "" if run.complete else f" (stopped at {fmt_time(run.fabric.now)})"
+        draw_run(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}{stopped}")
