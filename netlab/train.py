@@ -41,6 +41,13 @@ from . import collectives, data, seeds, validate
 MIN_WIDTH, MAX_WIDTH = 8, 4096
 
 
+def param_shapes(width: int = 512, layers: int = 2) -> list[tuple[int, ...]]:
+    """The shapes of ``make_model(width, layers)``'s parameters, in order (no torch needed)."""
+    check_model(width, layers)
+    dims = [64] + [width] * layers + [10]
+    return [shape for i in range(len(dims) - 1) for shape in ((dims[i + 1], dims[i]), (dims[i + 1],))]
+
+
 def make_model(width: int = 512, layers: int = 2, seed: int = 0) -> nn.Sequential:
     """MLP 64 -> width (x layers, ReLU) -> 10, initialized from `seed` (identical on every rank).
 

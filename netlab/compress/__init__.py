@@ -44,8 +44,8 @@ def make_compressor(method: str, ratio: float = DEFAULTS["ratio"], bits: int = D
         raise ValueError(f"method: {method} is a whole pipeline (its own memory); use make()")
     return {
         "none": lambda: Identity(),
-        "fp16": lambda: Cast(torch.float16),
-        "bf16": lambda: Cast(torch.bfloat16),
+        "fp16": lambda: Cast("float16"),
+        "bf16": lambda: Cast("bfloat16"),
         "int8": lambda: Int8(levels),
         "qsgd": lambda: QSGD(levels if levels is not None else levels_for_bits(bits), seed=seed),
         "terngrad": lambda: TernGrad(seed=seed),

@@ -3,7 +3,8 @@
 ``TrainConfig`` is keyword-only and frozen, and checks its values when built (one ValueError naming
 the parameter), so ``training.run_training`` fails in the notebook, never on a rank. A method's
 knob and extras (ratio, bits, tau, rank, warmup_steps, ...) travel in `options`, checked by building
-the method's pipeline once. Left out: the network, the device and the timeout, which the launcher
+the method's pipeline once (here if this process has torch, else on one rank of the pool, so a
+notebook kernel does not import torch for it). Left out: the network, the device and the timeout, which the launcher
 takes beside the config.
 """
 from __future__ import annotations
@@ -45,12 +46,15 @@ class TrainConfig:
             validate.whole(self.eval_every, "eval_every", 1, 100_000)
         else:
             object.__setattr__(self, "eval_every", max(3, self.steps // 20))
-        shapes = [tuple(p.shape) for p in train.make_model(self.width, self.layers, self.seed).parameters()]
-        try:                                                    # bad options fail here, not on a rank
-            make(SyncConfig(method=self.method, error_feedback=self.error_feedback, shapes=shapes, world_size=self.ranks,
-                            **self.options))
+        shapes = train.param_shapes(self.width, self.layers)
+        try:                                                    # an unknown option fails here, without torch
+            sync = SyncConfig(method=self.method, error_feedback=self.error_feedback, shapes=shapes,
+                              world_size=self.ranks, **self.options)
         except TypeError as exc:
             raise ValueError(f"options: {self.method} does not take {', '.join(self.options)} ({exc})") from None
+        problem = cluster.where_torch_is(_build, sync)          # a bad value too: building the pipeline needs torch
+        if problem:
+            raise ValueError(problem)
 
     @classmethod
     def of(cls, method: str = "none", **settings) -> "TrainConfig":
@@ -58,3 +62,12 @@ class TrainConfig:
         names = {f.name for f in fields(cls)} - {"options"}
         options = {k: v for k, v in settings.items() if k not in names}
         return cls(method=method, options=options, **{k: v for k, v in settings.items() if k in names})
+
+
+def _build(sync: SyncConfig) -> str | None:
+    """None if ``make(sync)`` builds the method's pipeline, else its error message (it pickles without torch)."""
+    try:
+        make(sync)
+    except ValueError as exc:
+        return str(exc)
+    return None

@@ -32,12 +32,18 @@ class Cast(Compressor):
     summable = True
     contractive = True
 
-    def __init__(self, dtype=None):                 # None: torch.float16
-        dtype = torch.float16 if dtype is None else dtype
-        if dtype not in (torch.float16, torch.bfloat16):
+    NAMES = {"float16": "fp16", "bfloat16": "bf16"}
+
+    def __init__(self, dtype=None):                 # None: float16; a torch dtype or its name
+        name = "float16" if dtype is None else dtype if isinstance(dtype, str) else str(dtype).replace("torch.", "")
+        if name not in self.NAMES:
             raise ValueError(f"dtype: must be torch.float16 or torch.bfloat16, got {dtype!r}")
-        self.dtype = dtype
-        self.name = "fp16" if dtype == torch.float16 else "bf16"
+        self._dtype = name                          # resolved on first use: building one needs no torch
+        self.name = self.NAMES[name]
+
+    @property
+    def dtype(self):
+        return getattr(torch, self._dtype)
 
     def compress(self, x, step=0, shared=None):
         return Payload([x.to(self.dtype)], x.numel())

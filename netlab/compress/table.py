@@ -85,9 +85,14 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
 
     Per method: the payload's tensors (dtype[count]), its bytes, the ratio to fp32, and the relative
     reconstruction error ||g - D(C(g))|| / ||g|| of a single compression (no error feedback).
+    Runs here if torch is imported here, else on one rank of the pool (``cluster.where_torch_is``),
+    so a notebook kernel does not import torch for it.
     """
-    import torch
+    from ..runtime.launch import where_torch_is
+    return where_torch_is(_payload_rows, methods, width, layers, batch, seed)
 
+
+def _payload_rows(methods, width, layers, batch, seed) -> list[dict]:
     from .. import data, train
     from ..runtime.comm import Comm
     from ..net.presets import device
@@ -113,7 +118,7 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
             approx = sync.sync(local, grad, 0)
             nbytes = sync.payload_bytes
             parts = f"float32[{nbytes // 4}] (P, Q, biases)"
-        rows.append({"method": label(method, options), "payload": parts, "bytes": nbytes,
+        rows.append({"method": label(method, options), "payload": parts, "bytes": int(nbytes),
                      "ratio": 4 * grad.numel() / nbytes,
                      "error": float((grad - approx).norm() / grad.norm())})
     return rows

@@ -22,7 +22,7 @@ import ipywidgets as widgets
 
 from .. import analysis, buckets, scenarios, train, validate
 from ..cluster import MAX_RANKS
-from ..data import load
+from ..data import size
 from ..figures.trace import bucket_curve, peer_matrix, timeline
 from ..net.network import network
 from ..net.presets import device
@@ -75,7 +75,7 @@ class Ch7Panel(Panel):
         validate.choice(scenario, "scenario", SCENARIOS)
         seed = scenarios.check_seed(seed)
         self.shape = dict(SHAPE, **(shape or {}))
-        self.samples = len(load("train")[1])
+        self.samples = size("train")
         self.measured: dict = {}                  # (ranks, bandwidth, latency, overlap) -> {cap: step seconds}
         super().__init__({
             "bucket": choice(CAPS, bucket, "bucket size"),
