@@ -531,6 +531,7 @@ class Coordinator:
         timeouts. Each track: name, unit, times (s), values. Lists are shared, not copied."""
         if self.fabric is None:
             return []
+        self.fabric.catch_up(self.fabric.now)        # timers asleep since their sender's last wake: fire them
         out = []
 
         def steps(times):
