@@ -90,22 +90,21 @@ class DCQCN(Paced):
 
     # ---- the two periodic timers; while the sender is idle they sleep (the fabric's side is below)
     def on_ack(self, msg) -> None:
-        if self.sleeping:
-            self.catch_up(self.fabric.now)
-            super().on_ack(msg)
-            if self._pacing or self.finished:
-                self.wake()
-        else:
-            super().on_ack(msg)
+        self._reached(super().on_ack, msg)
 
     def _timer(self, _) -> None:
-        if self.sleeping:
-            self.catch_up(self.fabric.now)
-            super()._timer(_)
-            if self._pacing or self.finished:
-                self.wake()
-        else:
-            super()._timer(_)
+        self._reached(super()._timer, _)
+
+    def _reached(self, handle, arg) -> None:
+        """An ACK or the retransmission timer reached the sender: fire its sleeping timers' due firings
+        first, then wake them if it now sends again or has finished."""
+        if not self.sleeping:
+            handle(arg)
+            return
+        self.catch_up(self.fabric.now)
+        handle(arg)
+        if self._pacing or self.finished:
+            self.wake()
 
     def on_cnp(self, _) -> None:
         if self.sleeping:
