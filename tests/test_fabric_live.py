@@ -145,7 +145,7 @@ def test_bad_options_name_the_parameter(kwargs, parameter):
 def test_real_ranks_give_the_model_scenarios_incast_exactly(transport, rto_min):
     """Chapter 6's model incast (netlab.fabric.scenarios) and the same push on real gloo ranks: same round."""
     from netlab.fabric import scenarios
-    from netlab.fabric.live import incast_on_ranks
+    from netlab.fabric.steps import incast_on_ranks
     model = scenarios.incast(senders=8, block=256 * 1024, bandwidth=1e9 / 8, buffer=32 * 1024, transport=transport,
                              rto_min=rto_min, rounds=1)
     spec = Congestion(transport, buffer=32 * 1024, rto_min=rto_min)

@@ -569,28 +569,3 @@ class Coordinator:
                     t, v = steps(times)
                     out.append({"track": f"rank {src} {what}", "unit": what, "t": t, "v": v})
         return out
-
-
-# ---- the chapter's incast, on real ranks ---------------------------------------------------------
-def _push(comm, block: int):
-    """Rank 0 is the server; every other rank pushes `block` bytes to it at once (one incast round)."""
-    import torch
-    if comm.rank == 0:
-        shards = [torch.empty(block // 4) for _ in range(comm.world_size - 1)]
-        comm.wait(*[comm.irecv(shard, src) for src, shard in zip(range(1, comm.world_size), shards)])
-        if not all(float(shard[0]) == src for src, shard in zip(range(1, comm.world_size), shards)):
-            raise RuntimeError("a pushed shard arrived wrong")
-    else:
-        comm.send(torch.full((block // 4,), float(comm.rank)), 0)
-    return comm.now()
-
-
-def incast_on_ranks(senders: int, block, bandwidth, latency, congestion: Congestion) -> tuple[float, dict]:
-    """One parameter-server push on senders + 1 real gloo ranks through the fabric: (round s, summary)."""
-    from .. import cluster
-    from ..net.network import network
-    block = parse_bytes(block, "block")
-    if block % 4:
-        raise ValueError(f"block: a whole number of float32s (a multiple of 4 bytes), got {block}")
-    res = cluster.run(_push, block, ranks=senders + 1, network=network(bandwidth, latency, congestion=congestion))
-    return res.values[0], res.fabric

@@ -1,4 +1,8 @@
-"""Step-time jitter of real training on the fabric, beside another job's traffic.
+"""Experiments of chapter 6 on real ranks over the fabric: one incast round, and step-time jitter of
+real training beside another job's traffic.
+
+``incast_on_ranks`` is one parameter-server push (every rank but 0 sends a block to rank 0 at once)
+through the switch, so the chapter can set its round beside the packet model's.
 
 Chapter 6's ``scenarios.jitter`` times model rounds (synchronized bursts into one port). This is
 the same question asked of real training: ``ranks`` gloo ranks run ``train.fit`` (forward and
@@ -72,3 +76,26 @@ def step_jitter(*, transports=TRANSPORTS, ranks: int = 3, steps: int = 12, width
         out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
                      "max": float(times.max()), "fabric": res.fabric, "describe": spec.describe()}
     return out
+
+
+# ---- one parameter-server push (an incast round) on real ranks -----------------------------------
+def _push(comm, block: int):
+    """Rank 0 is the server; every other rank pushes `block` bytes to it at once (one incast round)."""
+    import torch
+    if comm.rank == 0:
+        shards = [torch.empty(block // 4) for _ in range(comm.world_size - 1)]
+        comm.wait(*[comm.irecv(shard, src) for src, shard in zip(range(1, comm.world_size), shards)])
+        if not all(float(shard[0]) == src for src, shard in zip(range(1, comm.world_size), shards)):
+            raise RuntimeError("a pushed shard arrived wrong")
+    else:
+        comm.send(torch.full((block // 4,), float(comm.rank)), 0)
+    return comm.now()
+
+
+def incast_on_ranks(senders: int, block, bandwidth, latency, congestion: Congestion) -> tuple[float, dict]:
+    """One parameter-server push on senders + 1 real gloo ranks through the fabric: (round s, summary)."""
+    block = parse_bytes(block, "block")
+    if block % 4:
+        raise ValueError(f"block: a whole number of float32s (a multiple of 4 bytes), got {block}")
+    res = cluster.run(_push, block, ranks=senders + 1, network=network(bandwidth, latency, congestion=congestion))
+    return res.values[0], res.fabric
