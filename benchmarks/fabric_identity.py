@@ -53,7 +53,8 @@ def cells() -> dict:
         out[f"dctcp K={kp}"] = observed(long_flows(2, 10 * GBIT, transport="dctcp", ecn=ECN.dctcp(kp * 1500),
                                                    duration=0.03))
     out["victim on"], out["victim off"] = observed(victim(pfc=True)), observed(victim(pfc=False))
-    for name, r in jitter(("reno", "dctcp", "dcqcn"), rounds=40, senders=4, block=64 * KB, background=0.3).items():
+    for name, r in jitter(("reno", "dctcp", "dcqcn"), rounds=40, senders=4, block=64 * KB, background=0.3,
+                          keep_runs=True).items():
         out[f"jitter {name}"] = observed(r["run"])
     for rto in (0.2, 200e-6):
         out[f"model incast 8 rto={rto}"] = observed(incast(8, 256 * KB, GBIT, 32 * KB, "reno", rto_min=rto, rounds=1))

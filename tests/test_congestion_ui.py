@@ -36,6 +36,15 @@ def test_step_time_and_victim_figures_draw_on_figures():
     assert len(draw_victim(Figure(), {"PFC on": victim(duration=2e-3)}).axes) == 1
 
 
+def test_jitter_keeps_its_runs_only_when_asked():
+    """A notebook holds jitter's result for as long as the kernel lives: by default it is the step
+    times and their statistics, not the fabrics behind them (15 MB a transport at the chapter's size)."""
+    lean = jitter(("dctcp",), rounds=3, senders=2, block=16 * 1024, background=0.2)["dctcp"]
+    full = jitter(("dctcp",), rounds=3, senders=2, block=16 * 1024, background=0.2, keep_runs=True)["dctcp"]
+    assert "run" not in lean and list(full["run"].rounds) == list(lean["times"])
+    assert {k: v for k, v in full.items() if k not in ("run", "times")} == {k: v for k, v in lean.items() if k != "times"}
+
+
 def test_a_round_past_the_panels_event_limit_is_shown_as_far_as_it_got_and_says_so(monkeypatch):
     import netlab.ui.ch6 as ch6
     monkeypatch.setattr(ch6, "PANEL_EVENTS", 500)

@@ -262,13 +262,15 @@ def default_ecn(transport: str, bandwidth: float) -> ECN | None:
 
 def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int = 4, block: int = 64 * 1024,
            bandwidth: float = 1e9 / 8, buffer=64 * 1024, rto_min: float = tp.RTO_MIN, background: float = 0.3,
-           pfc: bool = False, seed: int = 0) -> dict:
+           pfc: bool = False, seed: int = 0, keep_runs: bool = False) -> dict:
     """Round (step) times of synchronized bursts sharing the port with another job's seeded traffic.
 
     DCQCN always runs with PFC (RoCE is deployed lossless); ``pfc`` adds it for the others too.
 
-    Returns {transport: {"times": array of s, "p50", "p99", "max", "ideal"}}; "ideal" is the round
-    a lossless, unshared port would take (N x block / B).
+    Returns {transport: {"times": array of s, "p50", "p99", "max", "mean", "ideal"}}; "ideal" is the
+    round a lossless, unshared port would take (N x block / B). ``keep_runs`` adds each transport's
+    whole run under "run" (its fabric, flows and traces: about 15 MB per transport at 40 rounds, which
+    a notebook kernel would otherwise keep for as long as it holds the result).
     """
     out = {}
     for name in transports:
@@ -278,5 +280,7 @@ def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int
         times = np.asarray(run.rounds)
         out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
                      "max": float(times.max()), "mean": float(times.mean()),
-                     "ideal": senders * block / bandwidth, "run": run}
+                     "ideal": senders * block / bandwidth}
+        if keep_runs:
+            out[name]["run"] = run
     return out
