@@ -21,13 +21,19 @@ def short_idle():
 
 
 @pytest.mark.slow                       # waits out the idle timeout
-def test_idle_pool_releases_its_processes(short_idle):
+def test_idle_pool_releases_its_processes(short_idle, monkeypatch):
     netlab.shutdown()                                               # a pool of exactly 2 ranks
+    trims = []
+    monkeypatch.setattr(shared, "trim_heap", lambda: trims.append(1))
     netlab.set_idle_timeout(1.0)
     assert netlab.run(_rank, ranks=2).values == [0, 1]
     pids = pool_pids()
     assert len(pids) == 2
     assert wait_gone(pids, seconds=15) == [] and shared._default is None
+    deadline = time.monotonic() + 5
+    while not trims and time.monotonic() < deadline:                # the driver's heap too, after the ranks
+        time.sleep(0.05)
+    assert trims == [1]
     assert netlab.run(_rank, ranks=2).values == [0, 1]              # the next run starts a fresh pool
     assert set(pool_pids()).isdisjoint(pids)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 
+from ..memory import trim_heap
 from .pool import DEFAULT_TIMEOUT, Cluster, _live, _turn, check_ranks
 from .pool import _lock as pool_lock
 
@@ -66,6 +67,7 @@ def shutdown() -> None:
         if _default is not None:
             _default.close()
             _default = None
+        trim_heap()
 
 
 # --- Idle release: a pool nobody has used for IDLE_S seconds gives its ranks back. ---------------
@@ -133,5 +135,6 @@ def _release_if_idle(armed: int) -> None:
             stop = getattr(forkserver._forkserver, "_stop", None)
             if stop is not None:
                 stop()
+        trim_heap()                           # and the kernel's own freed heap (memory.trim_heap)
     finally:
         pool_lock.release()
