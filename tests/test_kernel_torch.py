@@ -1,10 +1,11 @@
 """The notebook kernel does not import torch: only the ranks do.
 
-For chapters 1, 2, 3, 5, 6 and 7, a fresh interpreter runs exactly the ``import``/``from`` lines of the
-chapter's code cells (read from the notebook now, so a new import line is covered too) and one small
+For every chapter, a fresh interpreter runs exactly the ``import``/``from`` lines of the chapter's
+code cells (read from the notebook now, so a new import line is covered too) and one small
 representative call of the chapter, then reports which torch modules ``sys.modules`` holds: the
-check is Python's own record of what was imported, not netlab's. Chapter 4 is not checked: its
-exercise check runs the student's top-k function on tensors in the kernel, so that kernel imports torch.
+check is Python's own record of what was imported, not netlab's. Chapter 4's call is its exercise
+check with an answer written as the chapter asks (``import torch`` inside the function): the check
+runs it on a rank.
 """
 import json
 import os
@@ -34,6 +35,15 @@ CALLS = {
         'lost = elastic.lost_updates(elastic.run_elastic(workers=3, servers=2, steps=4, leave={1: 2}, width=64))\n'
         'assert lost["max_abs_difference"] < 1e-5 and lost["weights_vs_init_minus_lr_sum"] < 1e-5\n'
         'assert sparse.run_sparse(workers=2, servers=2, steps=1, rows=200)["table"].shape == (200, 16)',
+    "04_gradient_compression.ipynb":
+        'def answer(grad, residual, ratio):\n'
+        '    import torch\n'
+        '    p = grad + residual\n'
+        '    i = torch.topk(p.abs(), max(1, round(ratio * p.numel()))).indices\n'
+        '    rest = p.clone()\n'
+        '    rest[i] = 0\n'
+        '    return i, p[i], rest\n'
+        'netlab.check.topk_error_feedback(answer, steps=20).assert_passed()',
     "05_topology.ipynb":
         'rows = real_vs_sim(netlab.network("10Gbit/s", "5us"), 2, ["ring"], [1 << 16])\n'
         'assert rows',

@@ -2,7 +2,9 @@
 
 The student writes ``topk_with_error_feedback(grad, residual, ratio) -> (indices, values, residual)``.
 The check (1) compares it on a few gradients with the package's own ``TopK`` + ``ResidualMemory``
-(which the property tests hold to their bounds), naming what is wrong; then (2) plugs it into
+(which the property tests hold to their bounds), naming what is wrong, on one rank where the
+notebook's kernel has not imported torch (on Binder, torch costs an open kernel about 140 MB of the
+2 GB every kernel shares); then (2) plugs it into
 training on real ranks -- each rank compresses with it, the ranks all-gather indices and values --
 and compares accuracy and wire bytes with the package's top-k with error feedback.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
+from ..runtime.launch import where_torch_is
 from . import CheckResult, call_student
 
 NAME = "Exercise 4 (top-k with error feedback)"
@@ -84,13 +87,8 @@ class StudentTopK:
         return total
 
 
-def topk_error_feedback(fn=None, ranks: int = 2, steps: int = 200, ratio: float = 0.01) -> CheckResult:
-    """Check `fn` on single gradients, then train with it on `ranks` real ranks against the package."""
-    from functools import partial
-
-    from ..compress.training import run_training
-    if fn is None:
-        from ..exercises.ch4_topk_ef import topk_with_error_feedback as fn
+def _single_tensors(fn) -> tuple[list[dict], str | None]:
+    """The table rows of the single-tensor cases and the first problem found (None if all pass)."""
     rows = []
     for d, r, seed in CASES:
         gen = torch.Generator().manual_seed(seed)
@@ -99,7 +97,20 @@ def topk_error_feedback(fn=None, ranks: int = 2, steps: int = 200, ratio: float 
         problem = problem or _problem(out, grad, residual, r)
         rows.append({"test": f"d={d}, ratio={r}", "k": max(1, round(r * d)), "ok": "no" if problem else "yes"})
         if problem:
-            return CheckResult(NAME, False, problem, rows)
+            return rows, problem
+    return rows, None
+
+
+def topk_error_feedback(fn=None, ranks: int = 2, steps: int = 200, ratio: float = 0.01) -> CheckResult:
+    """Check `fn` on single gradients, then train with it on `ranks` real ranks against the package."""
+    from functools import partial
+
+    from ..compress.training import run_training
+    if fn is None:
+        from ..exercises.ch4_topk_ef import topk_with_error_feedback as fn
+    rows, problem = where_torch_is(_single_tensors, fn)     # on a rank: the kernel need not import torch
+    if problem:
+        return CheckResult(NAME, False, problem, rows)
     try:
         yours = run_training("topk", ranks=ranks, steps=steps, codec="free", ratio=ratio,
                              sync_factory=partial(StudentTopK, fn, ratio))
