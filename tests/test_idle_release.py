@@ -1,4 +1,5 @@
 """An idle shared pool gives its ranks back; a run in progress is never released."""
+import sys
 import time
 
 import pytest
@@ -55,3 +56,27 @@ def test_bad_idle_timeout_names_the_parameter():
         netlab.set_idle_timeout(-1)
     with pytest.raises(ValueError, match="NETLAB_IDLE_S"):
         shared._idle_seconds("soon")
+
+
+def test_a_kernel_trims_its_heap_once_after_its_last_cell(monkeypatch):
+    """Registered on IPython's post_run_cell; cells in quick succession give one trim, after the last."""
+    import types
+    trims, hooks = [], []
+    shell = types.SimpleNamespace(events=types.SimpleNamespace(register=lambda event, fn: hooks.append((event, fn))))
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    monkeypatch.setattr(shared, "trim_heap", lambda: trims.append(time.monotonic()))
+    monkeypatch.setattr(shared, "TRIM_AFTER_S", 0.3)
+    assert shared.trim_when_kernel_idles() is True and shared.trim_when_kernel_idles() is False   # once per shell
+    (event, after_cell), = hooks
+    assert event == "post_run_cell"
+    for _ in range(3):                                              # three cells, 0.1 s apart
+        after_cell(None)
+        time.sleep(0.1)
+    assert trims == []
+    time.sleep(0.6)
+    assert len(trims) == 1
+
+
+def test_outside_a_kernel_nothing_is_registered(monkeypatch):
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    assert shared.trim_when_kernel_idles() is False

@@ -8,6 +8,7 @@ seconds (``NETLAB_IDLE_S``, default 120) gives its ranks back. Left out: the poo
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from ..memory import trim_heap
@@ -138,3 +139,38 @@ def _release_if_idle(armed: int) -> None:
         trim_heap()                           # and the kernel's own freed heap (memory.trim_heap)
     finally:
         pool_lock.release()
+
+
+# --- An idle kernel gives back its freed C heap. ------------------------------------------------
+# A cell that builds large fabrics or simulations frees them when it is done, but glibc keeps the
+# pages inside its heap, so the kernel's resident size stays at its peak (chapter 5's kernel: 60 MB
+# more than needed after its scaling cell). TRIM_AFTER_S seconds after the last cell ran, the kernel
+# trims its heap (memory.trim_heap; about 30-150 ms, on a timer thread while the student reads).
+
+TRIM_AFTER_S = 5.0
+_trim_timer: threading.Timer | None = None
+_trim_lock = threading.Lock()
+
+
+def _arm_trim(*_ignored) -> None:
+    """post_run_cell: (re)start the countdown to one heap trim."""
+    global _trim_timer
+    with _trim_lock:
+        if _trim_timer is not None:
+            _trim_timer.cancel()
+        _trim_timer = threading.Timer(TRIM_AFTER_S, lambda: trim_heap())
+        _trim_timer.daemon = True
+        _trim_timer.name = "netlab-heap-trim"
+        _trim_timer.start()
+
+
+def trim_when_kernel_idles() -> bool:
+    """In an IPython kernel, trim the heap TRIM_AFTER_S after each cell (unless another cell runs
+    first). True if registered now; nothing happens outside IPython (ranks, the command line)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or getattr(shell, "_netlab_heap_trim", False):
+        return False
+    shell.events.register("post_run_cell", _arm_trim)
+    shell._netlab_heap_trim = True
+    return True
