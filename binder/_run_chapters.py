@@ -52,7 +52,8 @@ def processes() -> list[dict]:
         mb = {ln.split(":")[0]: int(ln.split()[1]) // 1024 for ln in status.splitlines()
               if ln.startswith(("VmRSS", "RssAnon"))}
         what = ("kernel" if "ipykernel" in cmd else "fork server or rank" if "forkserver" in cmd else
-                "resource tracker" if "resource_tracker" in cmd else "runner" if "_run_chapters" in cmd else cmd[:60])
+                "resource tracker" if "resource_tracker" in cmd else "runner" if "_run_chapters" in cmd else
+                "JupyterLab server" if "jupyter-lab" in cmd or "jupyterlab" in cmd else cmd[:60])
         out.append({"pid": int(pid), "rss_mb": mb.get("VmRSS", 0), "anon_mb": mb.get("RssAnon", 0), "what": what})
     return out
 

@@ -20,8 +20,11 @@ postBuild, start):
    pools' idle release at ``NETLAB_IDLE_S``. Printed per chapter: wall time, the cgroup's peak
    memory, and errors (a kernel killed for memory shows up as a dead kernel and an OOM count).
 
-Left out: JupyterLab itself (its server process, ~100 MB, is not counted), the browser, and the
-image build's own 2 GB limit.
+JupyterLab's server runs inside the same cgroup for the whole run (Binder's base image starts it; here
+it is installed beside the stand-ins), listening on loopback only, so its memory counts as on Binder;
+``--no-server`` leaves it out. Left out: the kernels are started by nbclient, not by that server (the
+same ipykernel processes, without the server's websocket traffic), the browser (it runs on the
+student's machine), and the image build's own 2 GB limit.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINDER = os.path.join(REPO, "binder")
 LOCAL_TORCH = "torch==2.13.0"            # this machine's CPU wheel: the same build as Binder's 2.13.0+cpu
-STAND_INS = ["ipykernel>=6", "nbclient>=0.10", "nbformat>=5.9"]
+STAND_INS = ["ipykernel>=6", "nbclient>=0.10", "nbformat>=5.9", "jupyterlab>=4"]
 
 
 def log(*args):
@@ -135,6 +138,32 @@ class MemoryCgroup:
                 time.sleep(0.2)
 
 
+def start_server(shell: str, venv: str, env: dict, cpu: str) -> subprocess.Popen:
+    """JupyterLab's server inside the cgroup on the same CPU, on loopback, started and idle (as a
+    student's Binder session has it while the notebooks run)."""
+    log_path = os.path.join(venv, "jupyterlab.log")
+    cmd = ["taskset", "-c", cpu, os.path.join(venv, "bin", "jupyter"), "lab", "--no-browser",
+           "--ServerApp.ip=127.0.0.1", "--ServerApp.port=0", f"--ServerApp.root_dir={os.path.join(REPO, 'labs')}"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    logf = open(log_path, "w")
+    proc = subprocess.Popen(["sh", "-c", shell, "sh", *cmd], cwd=REPO, env=env, stdout=logf, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab's server exited ({proc.returncode}); see {log_path}")
+        if "http://127.0.0.1" in open(log_path).read():
+            break
+        time.sleep(0.5)
+    else:
+        proc.terminate()
+        raise RuntimeError(f"JupyterLab's server did not start within 120 s; see {log_path}")
+    time.sleep(3)                                   # its extensions finish loading
+    rss = next((int(ln.split()[1]) // 1024 for ln in open(f"/proc/{proc.pid}/status") if ln.startswith("VmRSS")), 0)
+    log(f"JupyterLab's server: pid {proc.pid}, {rss} MB resident, in the cgroup, on 127.0.0.1")
+    return proc
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--venv", default="/tmp/netlab-binder-venv")
@@ -148,6 +177,7 @@ def main(argv=None) -> int:
     p.add_argument("--idle", type=float, default=30.0, help="NETLAB_IDLE_S for the kernels")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per cell")
     p.add_argument("--json", default=None, help="also write the results here")
+    p.add_argument("--no-server", action="store_true", help="do not run JupyterLab's server in the cgroup")
     args = p.parse_args(argv)
     chapters = sorted(f for f in os.listdir(os.path.join(REPO, "labs")) if f.endswith(".ipynb")
                       and f[:2].isdigit() and str(int(f[:2])) in args.chapters.split(","))
@@ -169,7 +199,13 @@ def main(argv=None) -> int:
             log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}")
             # join the cgroup, then become the runner: every kernel and rank it starts is inside
             shell = f'echo $$ > {cg.path}/cgroup.procs && exec "$@"'
-            subprocess.run(["sh", "-c", shell, "sh", *cmd], cwd=REPO, env=env)
+            server = None if args.no_server else start_server(shell, args.venv, env, args.cpu)
+            try:
+                subprocess.run(["sh", "-c", shell, "sh", *cmd], cwd=REPO, env=env)
+            finally:
+                if server is not None:
+                    server.terminate()
+                    server.wait(timeout=30)
             results[mode] = json.load(open(out)) if os.path.exists(out) else {"error": "runner died"}
     finally:
         cg.remove()

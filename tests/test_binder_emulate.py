@@ -54,4 +54,5 @@ def test_chapter_1_runs_in_one_cpu_and_2_gb(tmp_path):
         assert row["ok"] and 100e6 < row["peak_bytes"] < 2e9          # it ran, and inside the limit
         if mode == "open":                                              # the kernel left open is listed
             assert any(p["what"] == "kernel" and p["rss_mb"] > 50 for p in row["processes"])
+        assert any(p["what"] == "JupyterLab server" and p["rss_mb"] > 30 for p in row["processes"])  # counted too
         assert data["results"][mode]["oom_kills"] == 0
