@@ -17,8 +17,7 @@ mount (a container without its own namespace) falls back to the mount's root.
 
 ``rank_bytes`` is the one estimate of a rank's memory that every launcher uses; ``check_memory``
 compares a run's estimate with what is free *now*: other notebooks' kernels and their idle rank
-pools count against the same 2 GB. Left out: swap, memory.high throttling, and
-memory shared copy-on-write between forked ranks (the estimates count each rank's own pages).
+pools count against the same 2 GB. Left out: swap and memory.high throttling.
 """
 from __future__ import annotations
 
@@ -28,10 +27,15 @@ from dataclasses import dataclass
 # Kept free beyond a run's own estimate: the fork server that starts ranks (torch preloaded,
 # ~150 MB), page cache that cannot be dropped, and the estimates' error. Bytes.
 MEMORY_HEADROOM = 300e6
-# A rank's own process beyond the tensors it holds (torch's allocator, imported modules, buffers):
-# one that trains on the digits data set, and one that only times a step or a collective. Bytes.
-RANK_BASE = 80e6
-LIGHT_RANK_BASE = 60e6
+# A rank's own memory beyond the tensors it holds (torch's allocator, buffers, the data set): one
+# that trains on the digits data set, and one that only times a step or a collective. Bytes. Ranks
+# are forked from a fork server with torch loaded, so torch's ~200 MB are shared copy-on-write and
+# counted once (in the fork server); what a rank adds is its private memory. Measured with
+# benchmarks/rank_memory.py: at most 44 MB per rank in chapter 3's 12-rank parameter-server run (7 MB
+# of it tensors), 21 MB in compressed training, 18 MB in a timed step; these bases keep the estimate
+# 1.5x or more above each, and tests/test_memory.py holds a real run's ranks under it.
+RANK_BASE = 60e6
+LIGHT_RANK_BASE = 35e6
 UNLIMITED = 1 << 60          # cgroup v1 writes "no limit" as a huge number (9223372036854771712)
 
 

@@ -116,3 +116,38 @@ def test_trim_heap_gives_freed_heap_pages_back():
     before = anon_mb()
     assert memory.trim_heap() is True
     assert anon_mb() <= before - 30                     # about 57 MB was freed inside the heap
+
+
+@pytest.mark.slow                        # a real 6-rank parameter-server run, sampled while it goes
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs /proc/PID/smaps_rollup")
+def test_a_real_runs_ranks_stay_within_the_estimate_the_memory_check_uses(monkeypatch):
+    """The check's per-rank estimate (memory.RANK_BASE + the tensors) must cover what each forked rank
+    really adds, its private memory, or the check would let the OOM killer in; sampled every 20 ms."""
+    import threading
+    import time
+
+    import netlab
+    from netlab import cluster, ps
+    from netlab.runtime import shared
+    asked, peak, stop = [], {}, threading.Event()
+    original = cluster.check_memory
+    monkeypatch.setattr(cluster, "check_memory", lambda ranks, per_rank, *a, **k: (asked.append(per_rank),
+                                                                                  original(ranks, per_rank, *a, **k)))
+
+    def sample():
+        while not stop.is_set():
+            pool = shared._default
+            for pid in (list(pool.pids) if pool is not None else []):
+                peak[pid] = max(peak.get(pid, 0), memory.private_bytes(pid))
+            time.sleep(0.02)
+
+    netlab.shutdown()
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        ps.run_ps(workers=4, servers=2, mode="bsp", steps=10, width=512, bandwidth="1Gbit/s", latency="5us")
+    finally:
+        stop.set()
+        sampler.join()
+    assert asked and len(peak) == 6 and min(peak.values()) > 5e6          # it sampled real ranks
+    assert max(peak.values()) < asked[-1], (max(peak.values()), asked[-1])
