@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     p.add_argument("--ci", action="store_true", help="run the chapters at CI size (a quick check)")
     p.add_argument("--modes", default="alone,open", help="alone (one kernel at a time), open (all left open)")
     p.add_argument("--pause", type=float, default=40.0, help="seconds between chapters in 'open' mode")
-    p.add_argument("--idle", type=float, default=30.0, help="NETLAB_IDLE_S for the kernels")
+    p.add_argument("--idle", type=float, default=30.0, help="NETLAB_IDLE_S for the kernels (binder/start's default on Binder: 30)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per cell")
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--no-server", action="store_true", help="do not run JupyterLab's server in the cgroup")

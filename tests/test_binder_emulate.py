@@ -56,3 +56,14 @@ def test_chapter_1_runs_in_one_cpu_and_2_gb(tmp_path):
             assert any(p["what"] == "kernel" and p["rss_mb"] > 50 for p in row["processes"])
         assert any(p["what"] == "JupyterLab server" and p["rss_mb"] > 30 for p in row["processes"])  # counted too
         assert data["results"][mode]["oom_kills"] == 0
+
+
+def test_binder_start_sets_one_thread_and_a_short_idle_release_unless_told():
+    start = os.path.join(ROOT, "binder", "start")
+    env = {k: v for k, v in os.environ.items() if k != "NETLAB_IDLE_S"}
+    seen = dict(line.split("=", 1) for line in subprocess.run(["bash", start, "env"], env=env, capture_output=True,
+                                                               text=True, check=True).stdout.splitlines() if "=" in line)
+    assert seen["OMP_NUM_THREADS"] == "1" and seen["NETLAB_IDLE_S"] == "30"
+    told = subprocess.run(["bash", start, "sh", "-c", "echo $NETLAB_IDLE_S"], env=dict(env, NETLAB_IDLE_S="5"),
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert told == "5"
