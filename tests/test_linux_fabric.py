@@ -333,45 +333,6 @@ def test_persistent_connection_restarts_after_idle_as_the_kernel_does(idle, cwnd
     assert (nxt.cwnd, nxt.ssthresh) == (cwnd, ssthresh)
 
 
-@pytest.mark.parametrize("cwnd, ssthresh, srtt, below, throttled", [
-    (10, 16, 4e-3, 2, True),      # limit 2 truesize (the pacing term, 1.2 x 10 x 1500 / 4 ms / 1024 = 4.4 KB, is less)
-    (10, 16, 4e-3, 1, False),
-    (10, 40, 4e-3, 2, False),     # slow start below ssthresh / 2: 200 % of the rate, 7.3 KB: a third packet may go
-    (10, 40, 4e-3, 4, True),
-    (40, 30, 2e-3, 15, False),    # 1.2 x 40 x 1500 / 2 ms / 1024 = 35.2 KB = 15.3 truesize
-    (40, 30, 2e-3, 16, True),
-])
-def test_small_queues_hold_about_a_millisecond_of_the_pacing_rate(cwnd, ssthresh, srtt, below, throttled):
-    """tcp_small_queue_check by hand (tsq=True): a new segment waits while the packets sent and not yet
-    at the receiver's host (`below`, each charging TSQ_TRUESIZE bytes) reach max(2 truesize, pacing rate
-    / 1024 s); the pacing rate is 200 % of cwnd x MSS / SRTT in slow start below ssthresh / 2, else 120 %."""
-    from netlab.fabric import engine, tcp, transport
-
-    fab = engine.Fabric(0)
-    nic, down = fab.port("h.nic", 1.25e9, 5e-6), fab.port("rx", 12.5e6, 5e-6)
-    s = transport.make("cubic", engine.Flow(fab, "a", [nic, down], 100 * 1500, 0.0), 0.2, linux=True, tsq=True)
-    s.cwnd, s.ssthresh, s.srtt, s.below = float(cwnd), float(ssthresh), srtt, below
-    s.next_seq = 8                                   # 8 segments out (fewer than cwnd), none acknowledged
-    assert tcp.TSQ_TRUESIZE == 2304 and s._throttled() is throttled
-    s.next_seq = 1                                   # at most one unacknowledged: always one more
-    assert s._throttled() is False
-
-
-def test_small_queues_release_a_packet_when_it_arrives_or_is_dropped():
-    """A tsq sender counts its packets below TCP until the receiver's host takes them or a port drops
-    them, and sends on each release: 40 packets through a 10-packet queue end with none counted."""
-    from netlab.fabric import engine, switch, transport
-
-    fab = engine.Fabric(0)
-    nic, sw = fab.port("h.nic", 1.25e9, 5e-6), fab.switch("tor")
-    down = fab.port("tor->rx", 12.5e6, 5e-6, 10 * switch.MTU, None, sw)
-    flow = engine.Flow(fab, "f", [nic, down], 40 * switch.MTU, 0.0)
-    s = transport.make("cubic", flow, 0.2, linux=True, tsq=True)
-    fab.add_flow(flow, s)
-    fab.run(5.0)
-    assert flow.done_at is not None and down.drops >= 1 and s.below == 0
-
-
 def test_delayed_ack_acks_every_second_segment_and_a_lone_one_on_its_timer():
     """Linux's receiver (delayed_ack): in order and with no hole, one ACK per two segments, the block's
     last segment at once; a lone segment is ACKed when the delayed-ACK timer fires; an out-of-order
@@ -382,7 +343,7 @@ def test_delayed_ack_acks_every_second_segment_and_a_lone_one_on_its_timer():
     acks = []
     flow = engine.Flow(fab, "f", [fab.port("rx", 12.5e6, 0.0)], 5 * switch.MTU, 0.0)
     flow.delayed_ack = 0.04
-    flow.sender = types.SimpleNamespace(tsq=False, rate_based=False,
+    flow.sender = types.SimpleNamespace(rate_based=False,
                                         on_ack=lambda msg: acks.append((round(fab.now, 6), msg[0])))
 
     def deliver(seq):

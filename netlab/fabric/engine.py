@@ -30,8 +30,6 @@ ACKs, CNPs and PAUSE frames are not queued: they take the path's propagation del
 optional extra feedback delay), as control traffic in a higher priority would. The receiver ACKs
 every packet (no delayed ACK; the Linux testbed's model turns Linux's on per flow, ``delayed_ack``)
 with the cumulative sequence it expects next, the packet it got (one SACK block) and its CE bit.
-A sender with ``tsq`` is told (``freed``) when each of its packets reaches the receiver's host or
-is dropped: Linux's TCP small queues count a packet until then when veth carries it.
 """
 from __future__ import annotations
 
@@ -73,8 +71,6 @@ class Flow:
         fab = self.fabric
         seq = pkt.seq
         sender = self.sender
-        if sender.tsq:
-            sender.freed(pkt)
         if self.delayed_ack is not None:
             return self._receive_delayed(pkt)
         self._deliver(seq)

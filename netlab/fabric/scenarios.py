@@ -99,12 +99,10 @@ def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
     return (edges[:-1] + edges[1:]) / 2, np.diff(delivered) / np.diff(edges)
 
 
-def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool, burst=None,
-          nic_bandwidth=None):
-    """hosts NICs (at ``nic_bandwidth``, default the port's) -> one switch -> one port toward the receiver
-    (a tbf-like token bucket with ``burst``)."""
+def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool, burst=None):
+    """hosts NICs -> one switch -> one port toward the receiver (a tbf-like token bucket with ``burst``)."""
     sw = fab.switch("tor", pfc=pfc, shared_buffer=(buffer if shared else None))
-    nics = [fab.port(f"h{i}.nic", nic_bandwidth or bandwidth, link_delay) for i in range(hosts)]
+    nics = [fab.port(f"h{i}.nic", bandwidth, link_delay) for i in range(hosts)]
     if burst is None:
         down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn, sw)
     else:
@@ -119,7 +117,7 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
            window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
            persistent: bool = False, burst: int | None = None, event_limit: int | None = None,
-           nic_bandwidth: float | None = None, start_offsets=None, delayed_ack: float | None = None) -> Run:
+           delayed_ack: float | None = None) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
     ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
@@ -131,31 +129,22 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
     ``burst`` (bytes) makes the receiver's port a token bucket as Linux's tbf (``switch.TokenBucketPort``).
     ``event_limit``: stop after that many events even if the rounds have not finished (the run is
     then ``complete`` False: what happened so far), to bound the wall time of an interactive answer.
-    The Linux testbed's model (``linux.model``) sets three more: ``nic_bandwidth`` (bytes/s, the
-    hosts' NICs; default the port's rate), ``start_offsets`` (s after the round begins at which
-    sender i starts: a list of N, or offsets(round, i); default all at once) and ``delayed_ack``
-    (s: the receivers ACK every second in-order segment, with that delayed-ACK timer, as Linux's do;
-    default None, every packet ACKed at once).
+    ``delayed_ack`` (s; the Linux testbed's model sets it): the receivers ACK every second in-order
+    segment, with that delayed-ACK timer, as Linux's do (``engine.Flow``); default None, every packet
+    ACKed at once.
     """
     import time
     validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
     if not 0 <= background < 1:
         raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
-    if nic_bandwidth is not None and not nic_bandwidth > 0:
-        raise ValueError(f"nic_bandwidth: must be greater than zero, got {nic_bandwidth!r}")
     if delayed_ack is not None and not delayed_ack > 0:
         raise ValueError(f"delayed_ack: must be greater than zero seconds, got {delayed_ack!r}")
     if delayed_ack is not None and tp.TRANSPORTS[transport].rate_based:
         raise ValueError(f"delayed_ack: for window-based transports only, not {transport!r}")
-    if start_offsets is not None and not callable(start_offsets):
-        start_offsets = [float(x) for x in start_offsets]
-        if len(start_offsets) != senders or not all(x >= 0 for x in start_offsets):
-            raise ValueError(f"start_offsets: must be {senders} times >= 0 s (one per sender), got {start_offsets!r}")
     wall = time.perf_counter()
     fab = Fabric(seed)
-    nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst, nic_bandwidth)
+    nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst)
     run = Run(fab, [], down.name)
-    offsets = [0.0] * senders if start_offsets is None else start_offsets
     options = dict(transport_options or {})
     if window is not None and not tp.TRANSPORTS[transport].rate_based:
         if not window >= MTU:
@@ -166,8 +155,7 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
     def start_round(_=None):
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
-            offset = offsets(state["round"], i) if callable(offsets) else offsets[i]   # s after the round began
-            flow = Flow(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now + offset, on_done=flow_done)
+            flow = Flow(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now, on_done=flow_done)
             flow.delayed_ack = delayed_ack
             sender = tp.make(transport, flow, rto_min, **options)
             if persistent and state["round"] > 0 and hasattr(sender, "resume"):

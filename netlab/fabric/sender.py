@@ -21,7 +21,6 @@ RTO_MAX = 60.0         # s
 class Sender:
     rate_based = False
     ect = False        # sends ECN-capable packets
-    tsq = False        # told when its packets leave the fabric (received or dropped): ``freed``
 
     def __init__(self, flow, rto_min: float = RTO_MIN):
         if not rto_min > 0:
@@ -131,8 +130,5 @@ class Sender:
 
     def on_cnp(self, _) -> None:
         pass
-
-    def freed(self, pkt) -> None:
-        """One of its packets left the fabric: delivered to the receiver's host, or dropped (tsq only)."""
 
 

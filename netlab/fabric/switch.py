@@ -198,8 +198,6 @@ class Port:
         self.drops += 1
         self.drop_t.append(self.fabric.now)
         pkt.flow.drops += 1
-        if pkt.flow.sender.tsq:
-            pkt.flow.sender.freed(pkt)
 
     def _start(self) -> None:
         queues, paused = self.queues, self.paused

@@ -26,14 +26,6 @@ RTOmin and the probe timeout in whole ticks counted from the current one, as jif
 on such a kernel ``rto_min 1ms`` is one tick. ``resume`` carries a persistent connection's state from
 one message to the next, with the restart after idle (tcp_slow_start_after_idle = 1).
 
-``tsq`` is TCP small queues as they act when veth carries the packets (tcp_small_queue_check; veth
-keeps the socket's ownership of a packet through the bridge and the tbf queue until the receiver's
-host takes it or it is dropped): no new segment while the packets below TCP exceed
-max(2 truesize, pacing rate / 1024 s), the pacing rate 200 % (slow start below ssthresh/2) or 120 %
-of max(cwnd, packets out) x MSS / SRTT; so a sender keeps about a millisecond of its rate queued in
-the switch, not its whole window. Retransmissions and probes are not held back (the kernel allows
-retransmissions twice that).
-
 Left out: full SACK scoreboards (one block per ACK here), delayed ACKs (the receiver's, an option
 of the engine's flows), Nagle, pacing (a window leaves as a burst at NIC speed, at most two packets
 queued in the NIC), PRR (recovery sends one packet per ACK), and without ``linux=True`` RACK and
@@ -48,22 +40,17 @@ from .switch import NIC_QUEUE
 
 TLP_MIN = 2e-3            # s, added to 2 SRTT for a probe with more than one packet out (TCP_TIMEOUT_MIN)
 TLP_SINGLE = 0.2          # s, added instead when one packet is out (TCP_RTO_MIN: the peer's delayed ACK)
-TSQ_TRUESIZE = 2304       # bytes a 1448-byte segment's skb charges its socket (data + sk_buff + shared info, about)
-TSQ_SHIFT = 10            # sk_pacing_shift: TSQ allows about 1/1024 s of the pacing rate below the socket
-PACING_SS, PACING_CA = 2.0, 1.2   # tcp_pacing_ss_ratio, tcp_pacing_ca_ratio (percent / 100)
 
 
 class Reno(Sender):
     beta = 0.5
 
     def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None,
-                 linux: bool = False, tick: float = 0.0, tsq: bool = False):
+                 linux: bool = False, tick: float = 0.0):
         super().__init__(flow, rto_min)
         if not tick >= 0:
             raise ValueError(f"tick: must be zero or more seconds, got {tick!r}")
         self.linux, self.tick = bool(linux), float(tick)
-        self.tsq = bool(tsq)                 # TCP small queues over the whole path (veth keeps the skb's owner)
-        self.below = 0                       # tsq: packets sent and not yet received or dropped
         self.initial_window = initial_window
         self.cwnd = float(initial_window)   # packets
         # the receiver's advertised window, packets (None: unlimited)
@@ -100,32 +87,11 @@ class Reno(Sender):
                 if self not in nic.waiting:
                     nic.waiting.append(self)
                 return
-            if self.tsq and self._throttled():
-                break
             if self.next_seq not in self.sacked:
                 self.transmit(self.next_seq)
             self.next_seq += 1
         if self.linux:
             self.arm_probe()
-
-    # ---- tsq=True: TCP small queues, with the skb's owner kept through veth, bridge and tbf
-    def _throttled(self) -> bool:
-        """tcp_small_queue_check: no new segment while the socket's skbs below TCP (sent, not yet
-        received or dropped) exceed max(2 truesize, pacing rate >> sk_pacing_shift), the pacing rate
-        being tcp_update_pacing_rate's (200 % of cwnd/SRTT in slow start below ssthresh/2, else 120 %);
-        always one more while at most one segment is unacknowledged (tcp_rtx_queue_empty_or_single_skb)."""
-        if self.next_seq - self.snd_una <= 1:
-            return False
-        out = self.next_seq - self.snd_una                  # packets_out: SACKed ones count
-        ratio = PACING_SS if self.cwnd < self.ssthresh / 2 else PACING_CA
-        rate = ratio * self.flow.mss * max(self.cwnd, out) / self.srtt
-        limit = max(2 * TSQ_TRUESIZE, rate / (1 << TSQ_SHIFT))
-        return self.below * TSQ_TRUESIZE >= limit
-
-    def freed(self, pkt) -> None:
-        self.below -= 1
-        if not self.finished:
-            self.send()
 
     # ---- linux=True: Linux's RTO, RACK and the tail loss probe
     def _ticks(self, seconds: float) -> float:
@@ -149,7 +115,6 @@ class Reno(Sender):
     def transmit(self, seq: int) -> None:
         if self.linux:
             self.xmit_at[seq] = self.last_sent = self.fabric.now
-        self.below += 1
         super().transmit(seq)
 
     def resume(self, prev: "Reno") -> None:
@@ -303,8 +268,8 @@ class Cubic(Reno):
     C = 0.4
 
     def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None,
-                 linux: bool = False, tick: float = 0.0, tsq: bool = False):
-        super().__init__(flow, rto_min, initial_window, max_window, linux, tick, tsq)
+                 linux: bool = False, tick: float = 0.0):
+        super().__init__(flow, rto_min, initial_window, max_window, linux, tick)
         self.w_max = 0.0
         self.epoch = None
 
@@ -337,8 +302,8 @@ class DCTCP(Reno):
     ect = True
 
     def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None,
-                 g: float = 1 / 16, linux: bool = False, tick: float = 0.0, tsq: bool = False):
-        super().__init__(flow, rto_min, initial_window, max_window, linux, tick, tsq)
+                 g: float = 1 / 16, linux: bool = False, tick: float = 0.0):
+        super().__init__(flow, rto_min, initial_window, max_window, linux, tick)
         self.g = g
         self.alpha = 1.0                     # Linux: dctcp_alpha_on_init = 1024/1024
         self.window_end = 0                  # alpha is updated when snd_una passes this
