@@ -231,32 +231,38 @@ def test_gloo_push_collapses_and_a_small_rto_fixes_it():
     assert fixed["goodput_Bps"] >= 1.5 * r["goodput_Bps"]
 
 
-# Within 25 % where the model is validated (docs/fabric.md): N = 8 with rto_min 1 ms, N = 16 at both RTOmin and
-# N = 32 with 1 ms. Not asserted: N = 8 at 200 ms (a round loses a sender to the RTO or not, so a run's goodput
-# swings on both sides) and N = 32 at 200 ms (the model ran 8-30 % below Linux in repeated runs: a rare round of
-# backed-off RTOs weighs on its mean); there only the collapse itself is asserted.
-AGREE = [(8, "1ms"), (16, "200ms"), (16, "1ms"), (32, "1ms")]
+# Within 25 % where the model is validated (docs/fabric.md, 2 Linux runs x 150 rounds against 3 seeds of the
+# model): N = 4 with rto_min 1 ms, N = 8 with 1 ms, N = 16 and N = 32 at both RTOmin. Not asserted: N = 8 at
+# 200 ms (Linux's runs of 150 rounds gave 28-44 % of the link, a quarter to a half of their rounds waiting out an
+# RTO; the model 40-63 %, 13-32 % of its rounds: it loses fewer rounds to the RTO than the kernel) and N = 4 at
+# 200 ms (a round in 30 to 300 waits out an RTO on Linux, none or one in 150 in the model, and each costs about
+# ten rounds: Linux's runs gave 72-104 %, the model 88-100 %); there only the collapse and recovery are asserted.
+AGREE = [(4, "1ms"), (8, "1ms"), (16, "200ms"), (16, "1ms"), (32, "200ms"), (32, "1ms")]
 
 
 @needs_linux
 @pytest.mark.slow
 def test_model_agrees_with_linux_within_a_quarter():
     """Same setup (N x 64 KiB into 100 Mbit/s, 32 KB queue, cubic): the packet model with Linux's loss
-    recovery (linux.model) predicts the kernel's goodput within 25 % (AGREE), and both collapse at
-    RTOmin 200 ms (below half the link) and recover with 1 ms (at least twice the goodput) at N = 16
-    and 32. Each is measured over 30 rounds."""
+    recovery and delayed ACKs (linux.model) predicts the kernel's goodput within 25 % (AGREE), and both
+    collapse at RTOmin 200 ms (below two thirds of the link) and recover with 1 ms (above 80 % and at
+    least 1.3 times the goodput) at N = 8, 16 and 32. Each is measured over 30 rounds: where the model
+    agrees, a 30-round run of either side stays within a few per cent of its 150-round mean."""
     setup = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic", rounds=30)
     fractions = {}
-    for n in (8, 16, 32):
+    for n in (4, 8, 16, 32):
         for rto in ("200ms", "1ms"):
+            if n == 4 and rto == "200ms":
+                continue
             fractions[n, rto] = (linux.incast(senders=n, rto_min=rto, **setup)["link_fraction"],
                                  linux.model(senders=n, rto_min=rto, **setup)["link_fraction"])
     for key in AGREE:
         real, model = fractions[key]
         assert model == pytest.approx(real, rel=0.25), fractions
-    for n in (16, 32):
+    for n in (8, 16, 32):
         for k in (0, 1):                     # Linux, then the model
-            assert fractions[n, "200ms"][k] < 0.5 and fractions[n, "1ms"][k] >= 2 * fractions[n, "200ms"][k], fractions
+            slow, fast = fractions[n, "200ms"][k], fractions[n, "1ms"][k]
+            assert slow < 2 / 3 and fast > 0.8 and fast >= 1.3 * slow, fractions
 
 
 def test_linux_profile_recovers_a_lost_tail_without_waiting_out_the_rto():
@@ -331,3 +337,26 @@ def test_persistent_connection_restarts_after_idle_as_the_kernel_does(idle, cwnd
     nxt = transport.make("cubic", engine.Flow(fab, "b", [nic, down], 1500, idle), 0.2, linux=True)
     nxt.resume(prev)
     assert (nxt.cwnd, nxt.ssthresh) == (cwnd, ssthresh)
+
+
+def test_delayed_ack_acks_every_second_segment_and_a_lone_one_on_its_timer():
+    """Linux's receiver (delayed_ack): in order and with no hole, one ACK per two segments, the block's
+    last segment at once; a lone segment is ACKed when the delayed-ACK timer fires; an out-of-order
+    segment at once."""
+    from netlab.fabric import engine, switch
+
+    fab = engine.Fabric(0)
+    acks = []
+    flow = engine.Flow(fab, "f", [fab.port("rx", 12.5e6, 0.0)], 5 * switch.MTU, 0.0)
+    flow.delayed_ack = 0.04
+    flow.sender = types.SimpleNamespace(rate_based=False,
+                                        on_ack=lambda msg: acks.append((round(fab.now, 6), msg[0])))
+
+    def deliver(seq):
+        flow.receive(switch.Packet(flow, seq, switch.MTU, False, 0, fab.now))
+    for t, seq in ((0.0, 0), (0.001, 1), (0.002, 2), (0.1, 4), (0.2, 3)):
+        fab.schedule(t, lambda _, s=seq: deliver(s))
+    fab.run(1.0)
+    # 0 held, 1 acks both; 2 held until its timer (40 ms); 4 is out of order: at once; 3 fills the hole
+    # and completes the block: at once
+    assert acks == [(0.001, 2), (0.042, 3), (0.1, 3), (0.2, 5)]

@@ -28,8 +28,8 @@ heap events only, ``ghosts`` the firings done without one.
 
 ACKs, CNPs and PAUSE frames are not queued: they take the path's propagation delay back (plus an
 optional extra feedback delay), as control traffic in a higher priority would. The receiver ACKs
-every packet (no delayed ACK) with the cumulative sequence it expects next, the packet it got
-(one SACK block) and its CE bit.
+every packet (no delayed ACK; the Linux testbed's model turns Linux's on per flow, ``delayed_ack``)
+with the cumulative sequence it expects next, the packet it got (one SACK block) and its CE bit.
 """
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ class Flow:
         self.cnp_interval = 50e-6
         self.rx_t, self.rx_bytes = [start], [0]   # in-order bytes delivered over time
         self.sender = None
+        self.delayed_ack = None             # s: Linux's delayed ACK (set by the caller); None: ACK every packet
+        self._held = None                   # delayed_ack: the ACK held back, and since when
 
     def packet_size(self, seq: int) -> int:
         return self.mss if seq < self.npkts - 1 else self.size - self.mss * (self.npkts - 1)
@@ -68,25 +70,60 @@ class Flow:
     def receive(self, pkt: Packet) -> None:
         fab = self.fabric
         seq = pkt.seq
-        if seq == self.expected:
-            self.expected += 1
-            while self.expected in self._ooo:
-                self._ooo.remove(self.expected)
-                self.expected += 1
-            delivered = min(self.size, self.expected * self.mss)
-            self.rx_t.append(fab.now)
-            self.rx_bytes.append(delivered)
-            if self.expected == self.npkts and self.done_at is None:
-                self.done_at = fab.now
-                if self.on_done is not None:
-                    self.on_done(self)
-        elif seq > self.expected:
-            self._ooo.add(seq)
         sender = self.sender
+        if self.delayed_ack is not None:
+            return self._receive_delayed(pkt)
+        self._deliver(seq)
         if sender.rate_based and pkt.ce and fab.now - self.last_cnp >= self.cnp_interval:
             self.last_cnp = fab.now
             fab.schedule(fab.now + self.ack_delay, sender.on_cnp, None)
         fab.schedule(fab.now + self.ack_delay, sender.on_ack, (self.expected, pkt.ce, pkt.sent_at, seq))
+
+    def _deliver(self, seq: int) -> bool:
+        """The receiver takes packet seq; True when it was the next in order."""
+        fab = self.fabric
+        if seq != self.expected:
+            if seq > self.expected:
+                self._ooo.add(seq)
+            return False
+        self.expected += 1
+        while self.expected in self._ooo:
+            self._ooo.remove(self.expected)
+            self.expected += 1
+        self.rx_t.append(fab.now)
+        self.rx_bytes.append(min(self.size, self.expected * self.mss))
+        if self.expected == self.npkts and self.done_at is None:
+            self.done_at = fab.now
+            if self.on_done is not None:
+                self.on_done(self)
+        return True
+
+    def _receive_delayed(self, pkt: Packet) -> None:
+        """Linux's receiver (tcp_input.c, __tcp_ack_snd_check; window-based senders): an in-order
+        packet with no hole behind it is ACKed with the next one (one ACK per two full segments), or
+        when the delayed-ACK timer (`delayed_ack` s) fires; an out-of-order packet, a duplicate, the
+        packet that fills a hole and the block's last (short) packet, which the reading application
+        ACKs at once (tcp_cleanup_rbuf), are ACKed at once. The ACK echoes the timestamp of the first
+        packet it covers (RFC 7323)."""
+        fab = self.fabric
+        had_hole = bool(self._ooo)
+        in_order = self._deliver(pkt.seq)
+        held = self._held
+        if in_order and not had_hole and not self._ooo and self.expected < self.npkts and held is None:
+            self._held = (pkt.sent_at, fab.now)
+            fab.schedule(fab.now + self.delayed_ack, self._delack, fab.now)
+            return
+        sent_at = held[0] if held is not None and in_order else pkt.sent_at
+        self._held = None
+        fab.schedule(fab.now + self.ack_delay, self.sender.on_ack, (self.expected, pkt.ce, sent_at, pkt.seq))
+
+    def _delack(self, since: float) -> None:
+        held = self._held
+        if held is None or held[1] != since:
+            return                                   # sent with a later packet meanwhile
+        self._held = None
+        fab = self.fabric
+        fab.schedule(fab.now + self.ack_delay, self.sender.on_ack, (self.expected, False, held[0], self.expected - 1))
 
     @property
     def fct(self) -> float | None:

@@ -116,7 +116,8 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
            background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
            window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
-           persistent: bool = False, burst: int | None = None, event_limit: int | None = None) -> Run:
+           persistent: bool = False, burst: int | None = None, event_limit: int | None = None,
+           delayed_ack: float | None = None) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
     ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
@@ -128,11 +129,18 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
     ``burst`` (bytes) makes the receiver's port a token bucket as Linux's tbf (``switch.TokenBucketPort``).
     ``event_limit``: stop after that many events even if the rounds have not finished (the run is
     then ``complete`` False: what happened so far), to bound the wall time of an interactive answer.
+    ``delayed_ack`` (s; the Linux testbed's model sets it): the receivers ACK every second in-order
+    segment, with that delayed-ACK timer, as Linux's do (``engine.Flow``); default None, every packet
+    ACKed at once.
     """
     import time
     validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
     if not 0 <= background < 1:
         raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
+    if delayed_ack is not None and not delayed_ack > 0:
+        raise ValueError(f"delayed_ack: must be greater than zero seconds, got {delayed_ack!r}")
+    if delayed_ack is not None and tp.TRANSPORTS[transport].rate_based:
+        raise ValueError(f"delayed_ack: for window-based transports only, not {transport!r}")
     wall = time.perf_counter()
     fab = Fabric(seed)
     nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst)
@@ -148,6 +156,7 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
             flow = Flow(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now, on_done=flow_done)
+            flow.delayed_ack = delayed_ack
             sender = tp.make(transport, flow, rto_min, **options)
             if persistent and state["round"] > 0 and hasattr(sender, "resume"):
                 sender.resume(run.flows[-senders].sender)

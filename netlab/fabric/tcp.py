@@ -26,9 +26,10 @@ RTOmin and the probe timeout in whole ticks counted from the current one, as jif
 on such a kernel ``rto_min 1ms`` is one tick. ``resume`` carries a persistent connection's state from
 one message to the next, with the restart after idle (tcp_slow_start_after_idle = 1).
 
-Left out: full SACK scoreboards (one block per ACK here), delayed ACKs, Nagle, pacing (a window
-leaves as a burst at NIC speed, at most two packets queued in the NIC), PRR (recovery sends one
-packet per ACK), and without ``linux=True`` RACK and tail loss probes.
+Left out: full SACK scoreboards (one block per ACK here), delayed ACKs (the receiver's, an option
+of the engine's flows), Nagle, pacing (a window leaves as a burst at NIC speed, at most two packets
+queued in the NIC), PRR (recovery sends one packet per ACK), and without ``linux=True`` RACK and
+tail loss probes.
 """
 from __future__ import annotations
 
