@@ -29,12 +29,12 @@ import sys
 import tempfile
 import time
 
+from linux_incast import SLOW_ROUND_S, rto_rounds   # the compare table's rule for an RTO round
 from netlab.fabric import linux, switch
 from netlab.fabric.netns import Testbed
 
 BLOCK, RATE, BUFFER = 64 * 1024, 12.5e6, 32 * 1024
 BINS_MS = (0, 1, 2, 5, 10, 20, 50, float("inf"))
-RTO_GAP_S = 0.15                      # a sender idle this long within a round waited out an RTO
 LINE = re.compile(r"^(\d+\.\d+) \S+\s+(In|Out|P|M|B) +IP (\S+)\.\d+ > (\S+)\.\d+: Flags \[[^\]]*\]"
                   r"(?:, seq (\d+)(?::\d+)?)?.*length (\d+)")
 
@@ -42,8 +42,7 @@ LINE = re.compile(r"^(\d+\.\d+) \S+\s+(In|Out|P|M|B) +IP (\S+)\.\d+ > (\S+)\.\d+
 def summarize(title: str, link: float, times: list[float], packets: dict, starts: list[float], n: int) -> None:
     """packets: (round, sender) -> [(time, seq, dropped)] in send order; starts: each round's start."""
     rounds = range(1, len(starts) - 1)
-    slow = sum(t > RTO_GAP_S for t in times) / len(times)
-    print(f"\n{title}: {link:.1%} of the link, {slow:.0%} of the rounds waited out an RTO")
+    print(f"\n{title}: {link:.1%} of the link, {rto_rounds(times):.0%} of the rounds waited out an RTO")
     hist, sent = [0] * (len(BINS_MS) - 1), [0] * (len(BINS_MS) - 1)
     rto, drops, seen = collections.Counter(), collections.Counter(), collections.Counter()
     firsts = collections.defaultdict(list)
@@ -53,7 +52,7 @@ def summarize(title: str, link: float, times: list[float], packets: dict, starts
             pk = packets[r, i]
             seen[pos] += 1
             firsts[pos].append((pk[0][0] - starts[r]) * 1e3)
-            rto[pos] += any(b[0] - a[0] > RTO_GAP_S for a, b in zip(pk, pk[1:]))
+            rto[pos] += any(b[0] - a[0] > SLOW_ROUND_S for a, b in zip(pk, pk[1:]))   # a sender idle that long
             drops[pos] += sum(d for _, _, d in pk)
             for t, _, d in pk:
                 k = bisect.bisect_right(BINS_MS, (t - starts[r]) * 1e3) - 1
