@@ -83,7 +83,8 @@ def test_available_names_its_reason(monkeypatch):
 @pytest.mark.parametrize("kwargs, name", [({"senders": 0}, "senders"), ({"block": "-1K"}, "block"),
                                           ({"buffer": "lots"}, "buffer"), ({"bandwidth": "0Gbit/s"}, "bandwidth"),
                                           ({"rto_min": "0ms"}, "rto_min"), ({"rounds": 0}, "rounds"),
-                                          ({"ecn_k": "-5K"}, "ecn_k"),
+                                          ({"ecn_k": "-5K"}, "ecn_k"), ({"nic_rate": "fast"}, "nic_rate"),
+                                          ({"nic_rate": "-5Mbit/s"}, "nic_rate"),
                                           ({"ecn": types.SimpleNamespace(kmin=5e3, kmax=200e3)}, "ecn-kmin")])
 def test_bad_input_names_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=f"^{name}:"):
@@ -188,6 +189,20 @@ def test_interrupted_run_leaves_nothing(what, sig):
 
 
 @needs_linux
+@pytest.mark.parametrize("nic_rate, share", [("50Mbit/s", 0.5), ("link", 1.0)])
+def test_a_senders_nic_runs_at_its_rate(nic_rate, share):
+    """One sender into a deep 100 Mbit/s port: its NIC's rate (a tbf on its eth0) caps the goodput, half the
+    link at 50 Mbit/s; at the port's rate (the default) the port is the bottleneck. Nothing is dropped."""
+    r = linux.incast(senders=1, block="256K", bandwidth="100Mbit/s", buffer="4M", rounds=6, nic_rate=nic_rate)
+    assert r["link_fraction"] == pytest.approx(share, rel=0.15) and r["drops"] == 0, r["link_fraction"]
+    with netns.Testbed(2, 12.5e6, 32768, nic_rate=6.25e6) as tb:
+        for ns in tb.sender_ns:
+            shown = subprocess.run(["tc", "-n", ns, "qdisc", "show", "dev", "eth0"], capture_output=True,
+                                   text=True).stdout
+            assert "tbf" in shown and "50Mbit" in shown, shown
+
+
+@needs_linux
 @pytest.mark.slow
 def test_incast_collapses_and_recovers():
     """32 senders x 64 KiB into 100 Mbit/s with a 32 KB queue: RTOmin 200 ms wastes most rounds;
@@ -208,12 +223,13 @@ def test_incast_collapses_and_recovers():
 @pytest.mark.skipif(netns.ecn_marker() is None, reason="no ECN marker here: install iptables (apt install iptables)")
 @pytest.mark.slow
 def test_ecn_marking_keeps_a_shallow_buffer_from_dropping():
-    """8 senders: ECN marks at 16 KB (a phantom queue) cut the drops and raise goodput."""
-    setup = dict(senders=8, block="64K", bandwidth="100Mbit/s", buffer="32K", rounds=15)
+    """8 senders: ECN marks at 16 KB (a phantom queue) cut the drops and raise goodput. 40 rounds: without ECN
+    12-23 % of the rounds wait out an RTO (15 rounds have none one time in sixteen, near the link's rate)."""
+    setup = dict(senders=8, block="64K", bandwidth="100Mbit/s", buffer="32K", rounds=40)
     base = linux.incast(**setup)
     ecn = linux.incast(ecn=True, ecn_k="16K", **setup)
     assert base["marks"] == 0 and ecn["marks"] >= 1
-    assert ecn["drops"] <= base["drops"] / 2          # measured 0.22-0.27 of the drops: a real kernel varies
+    assert ecn["drops"] <= base["drops"] / 2          # measured 0.15 of the drops: a real kernel varies
     assert ecn["goodput_Bps"] >= 1.3 * base["goodput_Bps"]
 
 
@@ -232,11 +248,9 @@ def test_gloo_push_collapses_and_a_small_rto_fixes_it():
 
 
 # Within 25 % where the model is validated (docs/fabric.md, 2 Linux runs x 150 rounds against 3 seeds of the
-# model): N = 4 with rto_min 1 ms, N = 8 with 1 ms, N = 16 and N = 32 at both RTOmin. Not asserted: N = 8 at
-# 200 ms (Linux's runs of 150 rounds gave 28-44 % of the link, a quarter to a half of their rounds waiting out an
-# RTO; the model 40-63 %, 13-32 % of its rounds: it loses fewer rounds to the RTO than the kernel) and N = 4 at
-# 200 ms (a round in 30 to 300 waits out an RTO on Linux, none or one in 150 in the model, and each costs about
-# ten rounds: Linux's runs gave 72-104 %, the model 88-100 %); there only the collapse and recovery are asserted.
+# model, the senders' NICs at the port's rate): every row. At 30 rounds: N = 4 and 8 with rto_min 1 ms, N = 16 and
+# 32 at both RTOmin, where every round ends alike. N = 4 and 8 at 200 ms, where a round either waits out an RTO or
+# not (about 270 ms or 44 ms at N = 8), need 150 rounds: a 30-round mean swings by about 15 %.
 AGREE = [(4, "1ms"), (8, "1ms"), (16, "200ms"), (16, "1ms"), (32, "200ms"), (32, "1ms")]
 
 
@@ -246,23 +260,43 @@ def test_model_agrees_with_linux_within_a_quarter():
     """Same setup (N x 64 KiB into 100 Mbit/s, 32 KB queue, cubic): the packet model with Linux's loss
     recovery and delayed ACKs (linux.model) predicts the kernel's goodput within 25 % (AGREE), and both
     collapse at RTOmin 200 ms (below two thirds of the link) and recover with 1 ms (above 80 % and at
-    least 1.3 times the goodput) at N = 8, 16 and 32. Each is measured over 30 rounds: where the model
-    agrees, a 30-round run of either side stays within a few per cent of its 150-round mean."""
+    least 1.3 times the goodput) at N = 16 and 32, and recover at N = 8. Each is measured over 30 rounds:
+    there a 30-round run of either side stays within a few per cent of its 150-round mean. (N = 8 at 200 ms
+    loses 12-23 % of its rounds to the RTO: 30 rounds with two or fewer such rounds, one run in eight, give
+    more than two thirds of the link; its collapse is asserted over 150 rounds below.)"""
     setup = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic", rounds=30)
     fractions = {}
     for n in (4, 8, 16, 32):
         for rto in ("200ms", "1ms"):
-            if n == 4 and rto == "200ms":
+            if n in (4, 8) and rto == "200ms":
                 continue
             fractions[n, rto] = (linux.incast(senders=n, rto_min=rto, **setup)["link_fraction"],
                                  linux.model(senders=n, rto_min=rto, **setup)["link_fraction"])
     for key in AGREE:
         real, model = fractions[key]
         assert model == pytest.approx(real, rel=0.25), fractions
-    for n in (8, 16, 32):
+    for n in (16, 32):
         for k in (0, 1):                     # Linux, then the model
             slow, fast = fractions[n, "200ms"][k], fractions[n, "1ms"][k]
             assert slow < 2 / 3 and fast > 0.8 and fast >= 1.3 * slow, fractions
+    assert min(fractions[8, "1ms"]) > 0.9, fractions
+
+
+@needs_linux
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [4, 8])
+def test_model_agrees_with_linux_where_a_round_either_waits_out_the_rto_or_not(n):
+    """N = 4 and 8 at RTOmin 200 ms, 150 rounds: the kernel-aware model's mean over three seeds of its timing
+    noise is within 25 % of the kernel's goodput, and at N = 8 both have collapsed to about half the link.
+    With unshaped veth NICs the kernel gave 28-44 % of the link at N = 8 on one machine and 40-53 % on another;
+    with NICs at the port's rate 45-57 % (the model 54 %)."""
+    setup = dict(senders=n, block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic",
+                 rto_min="200ms", rounds=150)
+    real = linux.incast(**setup)["link_fraction"]
+    model = sum(linux.model(seed=k, **setup)["link_fraction"] for k in range(3)) / 3
+    assert model == pytest.approx(real, rel=0.25), (real, model)
+    if n == 8:                              # the collapse: about half the link, against 99 % with rto_min 1 ms
+        assert real < 2 / 3 and model < 2 / 3, (real, model)
 
 
 def test_linux_profile_recovers_a_lost_tail_without_waiting_out_the_rto():

@@ -119,7 +119,8 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", tr
     CONFIG_HZ where it can be read; unrounded where not), the senders keep one connection across
     rounds with Linux's restart after idle, the receiver ACKs every second segment with the kernel's
     delayed-ACK timer (`delayed_ack`), the port is tbf's token bucket (`burst` bytes, the testbed's
-    default unless given), and the hops are veth's microseconds, not a wire's. `seed` seeds the
+    default unless given), the senders' NICs run at the port's rate (the testbed's default `nic_rate`),
+    and the hops are veth's microseconds, not a wire's. `seed` seeds the
     model's own timing noise (its hosts' send jitter): at N = 8 and RTOmin 200 ms a run's goodput
     depends on it as Linux's does on its run, so compare means over seeds. Runs anywhere (no root);
     `link_fraction` is the model's goodput over the port's rate (its packets are all payload)."""
@@ -229,7 +230,7 @@ def _rounds(senders, receivers, block: int, rounds: int, deadline: float) -> lis
 
 
 def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
-           rto_min="200ms", rounds: int = 20, ecn=False, ecn_k=None, burst=None) -> dict:
+           rto_min="200ms", rounds: int = 20, ecn=False, ecn_k=None, burst=None, nic_rate="link") -> dict:
     """Measure `rounds` synchronized incast rounds on a namespace testbed and report like the model.
 
     senders: pushing hosts; block: bytes each pushes per round; bandwidth: the receiver port's rate;
@@ -237,16 +238,19 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
     (reno, cubic, bbr; dctcp where built in, which turns ECN on); rto_min: on every host's route
     ('200ms' is Linux's default, left untouched); ecn: mark CE above `ecn_k` bytes (DCTCP's K;
     default half the buffer) and negotiate ECN; `ecn` may also be the model's ECN(kmin, kmax) with
-    kmin == kmax (this port marks at one threshold). The keywords are the CLI's flags. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
+    kmin == kmax (this port marks at one threshold); nic_rate: each sender's NIC ('link': the port's
+    rate, as on a switch whose ports all run at B and in the model; a rate; None: an unshaped veth, whose
+    pace is the machine's). The keywords are the CLI's flags. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
     ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmissions, drops, marks,
     pause_s (always 0: a Linux bridge drops, it never pauses) and wall_s: the model's keys."""
+    nic = _nic(nic_rate)
     n, block_b, rate, buffer_b, rto, threshold = _check(senders, block, bandwidth, buffer, transport, rto_min,
                                                         rounds, ecn, ecn_k)
     ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     wall = time.perf_counter()
     with Testbed(n, rate, buffer_b, cc=transport, rto_min=None if abs(rto - 0.2) < 1e-9 else rto,
                  ecn=ecn, ecn_threshold=threshold,
-                 burst=parse_bytes(burst, "burst") if burst is not None else None) as tb:
+                 burst=parse_bytes(burst, "burst") if burst is not None else None, nic_rate=nic) as tb:
         snd, rcv, listener = _connect(tb)
         try:
             before, port0 = tb.tcp_counters(), tb.port_stats()
@@ -260,6 +264,13 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
                    after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
                    port1.get("drops", 0) - port0.get("drops", 0), port1["marks"] - port0["marks"],
                    time.perf_counter() - wall)
+
+
+def _nic(nic_rate):
+    """The testbed's nic_rate from the keyword: 'link', None, or a bandwidth (a string or bytes/s)."""
+    if nic_rate is None or nic_rate == "link":
+        return nic_rate
+    return parse_bandwidth(nic_rate, "nic_rate")
 
 
 def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):
@@ -302,7 +313,7 @@ def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts
 
 def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
             rto_min="200ms", rounds: int = 10, ecn=False, ecn_k=None, fixes=(),
-            timeout_s: float = 90.0) -> dict:
+            timeout_s: float = 90.0, nic_rate="link") -> dict:
     """The same incast with real gloo ranks: `workers` ranks in the sender namespaces push `shard`
     bytes each round to a server rank in the receiver's (see `_gloo_push.py`).
 
@@ -311,6 +322,7 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
     under "fixes" (each with its "fix"). Timeouts and retransmissions are the workers' over the measured
     rounds; drops and marks the port's over each phase, including its one unmeasured round (and,
     for the base, gloo's setup)."""
+    nic = _nic(nic_rate)
     n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
                                                         rounds, ecn, ecn_k, "workers", "shard")
     if shard_b % 4:
@@ -326,7 +338,8 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
     base_rto = None if abs(rto - 0.2) < 1e-9 else rto
     wall = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="netlab-gloo-") as tmp, \
-            Testbed(n, rate, buffer_b, cc=transport, rto_min=base_rto, ecn=ecn, ecn_threshold=threshold) as tb:
+            Testbed(n, rate, buffer_b, cc=transport, rto_min=base_rto, ecn=ecn, ecn_threshold=threshold,
+                    nic_rate=nic) as tb:
         cfg = {"server_ns": tb.receiver_ns, "worker_ns": tb.sender_ns, "shard": shard_b, "rounds": int(rounds),
                "phases": 1 + len(steps), "store": os.path.join(tmp, "store"), "timeout_s": float(timeout_s)}
         ports = [tb.port_stats()]

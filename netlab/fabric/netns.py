@@ -24,6 +24,13 @@ sysctls are never touched):
   forward path (iptables hashlimit); ECT packets that find it empty get CE (iptables TOS target).
   With ECN on, the hosts send MTU-sized packets (no GSO) so the bucket can count frames.
   It needs the `iptables` program.
+* Each sender's NIC (its eth0's egress) is a tbf at `nic_rate`, the port's rate by default, with a
+  two-frame bucket and a 4 MB queue that never drops: every host of a real switch sends through a
+  port of its own, so N senders reach the switch at N x B at most, as the packet model's senders do.
+  A veth alone has no rate: a sender's window would reach the port within its send() call, in an
+  order and at a pace set by the machine's scheduler, and the incast's goodput at N = 8 and RTOmin
+  200 ms moved by half between two machines of the same kind (docs/fabric.md). `nic_rate=None`
+  leaves the veths unshaped.
 * The hosts send MTU-sized packets (gso_max_segs 1 on every host's eth0), always: over veth a
   sender's window otherwise crosses the bridge as one 64 KB GSO super-packet, and tbf queues and
   drops it whole (up to its bucket size) or splits it, which no switch does; a real port sees
@@ -157,12 +164,17 @@ def default_burst(bandwidth: float) -> int:
     return int(max(16 * 1024, bandwidth * 2e-3))
 
 
+NIC_BURST = 2 * 1514                        # bytes a sender's NIC passes at once: two frames
+NIC_QUEUE = 4 * 1024 * 1024                 # bytes its queue holds: deep enough never to drop (a drop in a
+                                            # host's own queue is a local signal no switch port gives)
+
+
 class Testbed:
     """N sender namespaces + 1 receiver namespace behind a bridge whose receiver port is shaped."""
 
     def __init__(self, senders: int, bandwidth: float, buffer: int, cc: str = "cubic",
                  rto_min: float | None = None, ecn: bool = False, ecn_threshold: int | None = None,
-                 burst: int | None = None):
+                 burst: int | None = None, nic_rate: float | None | str = "link"):
         if not 1 <= int(senders) <= MAX_SENDERS:
             raise ValueError(f"senders: must be 1 to {MAX_SENDERS}, got {senders!r}")
         if not bandwidth > 0:
@@ -175,7 +187,12 @@ class Testbed:
             raise ValueError(f"rto_min: must be in (0, 1] s, got {rto_min!r}")
         if ecn and ecn_marker() is None:
             raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `iptables` program is not installed")
+        if nic_rate == "link":
+            nic_rate = bandwidth
+        elif nic_rate is not None and (isinstance(nic_rate, str) or not nic_rate > 0):
+            raise ValueError(f"nic_rate: must be 'link', None or bytes/s greater than zero, got {nic_rate!r}")
         self.senders, self.bandwidth, self.buffer = int(senders), float(bandwidth), int(buffer)
+        self.nic_rate = None if nic_rate is None else float(nic_rate)
         self.cc, self.rto_min, self.ecn = cc, rto_min, bool(ecn)
         self.ecn_threshold = int(ecn_threshold if ecn_threshold is not None else max(buffer // 2, 3028))
         # tbf's bucket in bytes: 2 ms of rate, at least 16 KB, or a loaded machine leaves the link
@@ -252,6 +269,10 @@ class Testbed:
                 f"link set {self.ifname} up"]) + "\n")
         self.set_rto_min(self.rto_min)
         self._shape("add")
+        if self.nic_rate is not None:
+            for ns in self.sender_ns:            # each sender's NIC: the port's rate, a two-frame bucket
+                _run(["tc", "-n", ns, "qdisc", "add", "dev", self.ifname, "root", "tbf", "rate",
+                      f"{int(self.nic_rate * 8)}bit", "burst", str(NIC_BURST), "limit", str(NIC_QUEUE)])
         if self.ecn:
             self._add_phantom_queue()
 
