@@ -84,3 +84,50 @@ def test_real_steps_from_the_shell_print_each_transports_step_times_as_the_libra
         assert (row["p50"], row["p99"], row["max"]) == pytest.approx((ref[name]["p50"], ref[name]["p99"],
                                                                       ref[name]["max"]), rel=1e-12)
         assert row["max"] == max(row["times_s"]) and row["fabric"]["drops"] == ref[name]["fabric"]["drops"]
+
+
+@pytest.mark.parametrize("args, name", [
+    (["incast", "--real", "--pfc"], "real"), (["incast", "--real", "--window", "32K"], "real"),
+    (["incast", "--real", "--background", "0.2"], "real"), (["incast", "--real", "--real-steps"], "real"),
+    (["jitter", "--real"], "real"), (["incast", "--real", "--ranks", "2"], "ranks"),
+    (["incast", "--real", "--ecn-kmin", "5K", "--ecn-kmax", "10K"], "ecn-kmin"),
+    (["incast", "--real", "--buffer=-1K"], "buffer"), (["incast", "--real", "--senders", "0"], "senders"),
+    (["incast", "--real", "--rto-min", "0"], "rto-min"), (["incast", "--real", "--nic-rate", "fast"], "nic-rate"),
+    (["incast", "--nic-rate", "veth"], "nic-rate"),
+])
+def test_real_bad_input_is_one_line_naming_the_parameter_before_any_namespace(args, name, run_cli, monkeypatch):
+    from netlab.fabric import netns
+    monkeypatch.setattr(netns.Testbed, "__enter__", lambda self: pytest.fail("a testbed was built"))
+    code, out, err = run_cli("congestion", *args, "--rounds", "1")
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
+    assert lines[0].startswith(f"netlab congestion: error: {name}:"), lines
+
+
+def test_real_where_the_machine_cannot_is_one_line_saying_why(run_cli, monkeypatch):
+    from netlab.fabric import linux
+    monkeypatch.setattr(linux, "available", lambda: (False, "the real Linux network needs root (network namespaces)"))
+    code, out, err = run_cli("congestion", "incast", "--real", "--rounds", "1")
+    assert code == 2 and out == ""
+    assert err.strip() == "netlab congestion: error: real: the real Linux network needs root (network namespaces)"
+
+
+def _linux_ok() -> bool:
+    from netlab.fabric import linux
+    return linux.available()[0]
+
+
+@pytest.mark.skipif(not _linux_ok(), reason="the real Linux network needs root and network namespaces")
+def test_real_incast_reports_the_kernels_rounds_with_the_models_keys(run_cli):
+    """4 senders x 64 KiB through the kernel's cubic into a 100 Mbit/s port with a 4 MB queue: nothing drops,
+    no RTO, and a round takes the ideal N x block x 1514/1448 / B (the wire's frames) within 25 %."""
+    code, out, err = run_cli("congestion", "incast", "--real", "--senders", "4", "--block", "64K", "--bandwidth",
+                             "100Mbit/s", "--buffer", "4M", "--transport", "cubic", "--rounds", "4", "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    for key in ("goodput_Bps", "drops", "timeouts", "marks", "pause_s"):
+        assert key in row
+    ideal = 4 * 64 * 1024 * 1514 / 1448 / (100e6 / 8)
+    assert row["drops"] == 0 and row["timeouts"] == 0 and row["pause_s"] == 0 and row["rounds"] == 4
+    assert row["completion_s"]["p50"] == pytest.approx(ideal, rel=0.25)
+    assert row["engine"] == "linux" and row["transport"] == "cubic"

@@ -204,6 +204,26 @@ def test_a_senders_nic_runs_at_its_rate(nic_rate, share):
 
 @needs_linux
 @pytest.mark.slow
+def test_ctrl_c_on_the_command_line_leaves_no_namespace():
+    """`python -m netlab congestion incast --real`, Ctrl-C mid-run: one line, exit 130, the testbed deleted."""
+    links = host_links()
+    child = subprocess.Popen([sys.executable, "-m", "netlab", "congestion", "incast", "--real", "--senders", "8",
+                              "--block", "64K", "--bandwidth", "100Mbit/s", "--buffer", "32K", "--rounds", "5000"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    try:
+        assert wait_until(lambda: len(namespaces_of(child.pid)) == 10, 60), "no testbed"
+        time.sleep(1.0)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 130 and err.strip() == "netlab congestion: interrupted", (child.returncode, err)
+    assert namespaces_of(child.pid) == [] and host_links() == links
+
+
+@needs_linux
+@pytest.mark.slow
 def test_incast_collapses_and_recovers():
     """32 senders x 64 KiB into 100 Mbit/s with a 32 KB queue: RTOmin 200 ms wastes most rounds;
     1 ms or a deep buffer restore the link; the deep buffer drops nothing and meets the ideal round."""

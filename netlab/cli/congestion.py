@@ -6,12 +6,19 @@
     python -m netlab congestion incast --transport dctcp --ecn-k 30KB
     python -m netlab congestion jitter --background 0.3 --rounds 40                  # step-time tails
     python -m netlab congestion jitter --real-steps --ranks 3 --steps 12 --json      # real training steps
+    sudo python -m netlab congestion incast --real --senders 8 --block 64K --bandwidth 100Mbit/s \
+        --buffer 32K --transport cubic --rounds 20                                  # the kernel's own TCP
 
 Prints goodput (bytes/s, GB = 1e9 B), the round completion time p50/p99 over rounds, drops, ECN
 marks, retransmission timeouts and PFC pause time, from the packet-level fabric (``netlab.fabric``).
 ``jitter --real-steps`` times real training instead of model rounds: ``--ranks`` gloo ranks train
 (``fabric.steps.step_jitter``) beside another job's traffic, once per transport, and it prints each
 transport's step time p50/p99/max with the fabric's drops, timeouts and PFC pause.
+``incast --real`` runs the same incast through the kernel's own TCP (``fabric.linux.incast``: network
+namespaces behind a bridge whose port toward the receiver is a tbf with the buffer as its queue; the
+senders' NICs at the port's rate unless ``--nic-rate`` says otherwise), on the wall clock, with the
+same keys; it needs root (one line and exit status 2 where the machine cannot), and the model-only
+flags (PFC, shared buffer, window, Pmax, background, seed) are refused with it.
 """
 from __future__ import annotations
 
@@ -48,6 +55,10 @@ def add_parser(p) -> None:
     p.add_argument("--ranks", type=int, default=None, help="--real-steps: training ranks (default 3)")
     p.add_argument("--steps", type=int, default=None, help="--real-steps: training steps per transport (default 12)")
     p.add_argument("--latency", default=None, help="--real-steps: every link's latency (default 20us)")
+    p.add_argument("--real", action="store_true", help="incast: the kernel's own TCP in network namespaces "
+                   "(root; fabric.linux.incast) instead of the model")
+    p.add_argument("--nic-rate", default=None, help="--real: each sender's NIC: link (the port's rate, default), "
+                   "veth (unshaped) or a rate such as 50Mbit/s")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -109,6 +120,57 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+# the model's flags that the real Linux path has no counterpart for, with their defaults
+MODEL_ONLY_REAL = {"window": "64K", "ecn_pmax": None, "pfc": False, "xoff": None, "xon": None, "pfc_headroom": None,
+                   "shared_buffer": False, "background": None, "seed": 0}
+
+
+def real_incast(args) -> int:
+    """``incast --real``: the kernel's own TCP through a shaped Linux bridge (``fabric.linux.incast``)."""
+    import sys
+    from ..fabric import ECN, linux
+    if args.experiment != "incast":
+        raise ValueError("real: only the incast experiment runs on the real Linux stack")
+    for name, default in MODEL_ONLY_REAL.items():
+        if getattr(args, name) != default:
+            why = " (a Linux bridge drops, it never pauses)" if "pfc" in name or name == "xoff" or name == "xon" else ""
+            raise ValueError(f"real: {_flag(name)} applies to the model only{why}")
+    ecn = False
+    if args.ecn_kmin is not None or args.ecn_kmax is not None:
+        if args.ecn_k is not None:
+            raise ValueError("ecn-k: give either --ecn-k or --ecn-kmin/--ecn-kmax, not both")
+        kmin = parse_bytes(args.ecn_kmin or 0, "ecn-kmin", allow_zero=True)
+        ecn = ECN(kmin, parse_bytes(args.ecn_kmax, "ecn-kmax", allow_zero=True) if args.ecn_kmax is not None else kmin,
+                  0.01)
+    nic = args.nic_rate if args.nic_rate is not None else "link"
+    nic = None if nic == "veth" else nic
+    try:
+        row = linux.incast(senders=args.senders, block=args.block, bandwidth=args.bandwidth,
+                           buffer=args.buffer if args.buffer is not None else "64K",
+                           transport=args.transport or "reno", rto_min=args.rto_min,
+                           rounds=args.rounds if args.rounds is not None else 20, ecn=ecn, ecn_k=args.ecn_k,
+                           nic_rate=nic)
+    except linux.Unavailable as exc:
+        raise ValueError(f"real: {exc}") from None
+    except KeyboardInterrupt:
+        print("netlab congestion: interrupted; the testbed's namespaces are removed", file=sys.stderr)
+        return 130
+    row = {k: v for k, v in row.items() if k != "round_s"}
+    c = row["completion_s"]
+    text = "\n".join([
+        f"# netlab congestion incast --real: {row['senders']} senders x {fmt_bytes(row['block'])} into one "
+        f"{fmt_bandwidth(row['bandwidth_Bps'])} tbf port, queue {fmt_bytes(row['buffer'])}, the kernel's "
+        f"{row['transport']}, RTOmin {fmt_time(row['rto_min_s'])}, {row['rounds']} rounds, the wall clock",
+        f"  goodput          {row['goodput_Bps'] * 8 / 1e9:.3f} Gbit/s ({row['link_fraction']:.0%} of the link's frames)",
+        f"  round time       p50 {fmt_time(c['p50'])}, p99 {fmt_time(c['p99'])} (ideal {fmt_time(row['ideal_round_s'])})",
+        f"  drops / marks    {row['drops']} / {row['marks']}",
+        f"  timeouts         {row['timeouts']} ({row['retransmissions']} segments resent)",
+        f"  PFC pause        {fmt_time(row['pause_s'])} (a Linux bridge never pauses)",
+        f"  measured in      {row['wall_s']:.2f} s"])
+    emit(row, args.json, text)
+    return 0
+
+
 def real_steps(args) -> int:
     """``jitter --real-steps``: real ranks' step times per transport (``fabric.steps.step_jitter``)."""
     from ..fabric import steps as real
@@ -149,6 +211,15 @@ def main(args) -> int:
     from ..fabric.scenarios import jitter, validate
     from ..fabric.transport import TRANSPORTS
     from ..validate import choice as validate_choice
+    if args.real and args.real_steps:
+        raise ValueError("real: --real (the kernel's TCP) and --real-steps (training on the model) are two runs")
+    if args.real:
+        for name in REAL_ONLY:
+            if getattr(args, name) is not None:
+                raise ValueError(f"{name}: {_flag(name)} needs --real-steps")
+        return real_incast(args)
+    if args.nic_rate is not None:
+        raise ValueError("nic-rate: --nic-rate needs --real")
     if args.real_steps:
         return real_steps(args)
     for name in REAL_ONLY:

@@ -7,8 +7,8 @@ handling (Kernel > Interrupt raises KeyboardInterrupt, which the pool turns into
 Why not let KeyboardInterrupt propagate: it prints a 20-60-line traceback, and while torch is
 being imported some of its import-time code swallows it (the run then finished 25 s later with
 exit 0). The handler here never raises into the interrupted code: it stops the ranks (SIGTERM to
-their process groups, SIGKILL 0.5 s later), removes the driver's temporary folder, prints one line
-and leaves with ``os._exit``. A second signal during that cleanup leaves at once.
+their process groups, SIGKILL 0.5 s later), deletes any Linux testbed's namespaces, removes the
+driver's temporary folder, prints one line and leaves with ``os._exit``. A second signal during that cleanup leaves at once.
 """
 from __future__ import annotations
 
@@ -47,6 +47,12 @@ def _stop(signum, frame) -> None:  # noqa: ARG001 -- a signal handler's signatur
     if pool is not None and hasattr(pool, "_close_all"):
         try:
             pool._close_all()
+        except BaseException:  # noqa: BLE001
+            pass
+    netns = sys.modules.get("netlab.fabric.netns")
+    if netns is not None:                 # `congestion incast --real`: delete the testbed's namespaces
+        try:
+            netns._close_all()
         except BaseException:  # noqa: BLE001
             pass
     _stop_forkserver()                    # it may still be importing torch, which makes a cache folder
