@@ -2,6 +2,8 @@
 
     sudo .venv/bin/python benchmarks/linux_incast.py [--senders 8,32] [--rounds 20] [--gloo-workers 8]
     sudo .venv/bin/python benchmarks/linux_incast.py --compare 4,8,16,32 [--repeats 2] [--compare-rounds 150] [--seeds 3]
+                                                     [--nic veth]
+    sudo .venv/bin/python benchmarks/linux_incast.py --spread 8 [--repeats 10] [--compare-rounds 150] [--nic veth]
 
 0. (--compare) The model against the kernel, same setup: for each N and RTOmin 200 ms / 1 ms,
    `repeats` Linux runs of `compare-rounds` rounds (mean, and the spread min-max of the runs'
@@ -10,6 +12,11 @@
    `seeds` seeds of its timing noise), model / Linux mean - 1, the fraction of
    rounds that waited out an RTO (200 ms only) and the RTOs per round. At N = 8 and RTOmin 200 ms a
    round has an RTO or not (about 270 ms or 44 ms), so a 30-round mean swings by +-15 %: hence 150.
+   The senders' NICs run at the port's rate, as the model's do; `--nic veth` leaves them unshaped
+   (the testbed before, whose N = 8 row at 200 ms depended on the machine).
+   (--spread N) `repeats` Linux runs at N and RTOmin 200 ms, one line each (link fraction, share of rounds
+   with an RTO), then their mean and range beside the model's mean over `seeds` seeds: how far apart runs
+   of one machine fall. Run it idle, beside busy loops, under `taskset -c 0`, to see what the machine moves.
 
 1. Raw TCP incast (netlab.fabric.linux.incast): N senders x `block` per round into a 100 Mbit/s
    port with a 32 KB drop-tail queue, the kernel's cubic, for each N: the base (RTOmin 200 ms),
@@ -45,16 +52,18 @@ def rto_rounds(times: list[float]) -> float:
     return sum(t > SLOW_ROUND_S for t in times) / len(times)
 
 
-def compare(ns, repeats: int, rounds: int, base: dict, seeds: int = 3) -> None:
+def compare(ns, repeats: int, rounds: int, base: dict, seeds: int = 3, nic_rate="link") -> None:
     import os
+    nic = "senders' NICs at the port's rate" if nic_rate == "link" else "senders' NICs unshaped veths"
     print(f"model vs Linux: {base['block']} per sender per round, {base['bandwidth']} port, {base['buffer']} queue, "
-          f"cubic, {repeats} Linux runs x {rounds} rounds each, the model over as many rounds with {seeds} seeds "
+          f"{nic}, cubic, {repeats} Linux runs x {rounds} rounds each, the model over as many rounds with {seeds} seeds "
           f"of its timing noise (kernel HZ {linux.kernel_hz()}, load {os.getloadavg()[0]:.2f} at the start)")
     print(f"{'N':>3} {'RTOmin':>7} {'Linux mean':>11} {'Linux min-max':>14} {'model':>7} {'model min-max':>14}"
           f"{'model/Linux-1':>14}{'RTO rounds L/m':>16}{'RTOs per round L/m':>20}")
     for n in ns:
         for rto in ("200ms", "1ms"):
-            runs = [linux.incast(senders=n, rto_min=rto, rounds=rounds, **base) for _ in range(repeats)]
+            runs = [linux.incast(senders=n, rto_min=rto, rounds=rounds, nic_rate=nic_rate, **base)
+                    for _ in range(repeats)]
             models = [linux.model(senders=n, rto_min=rto, rounds=rounds, seed=k, **base) for k in range(seeds)]
             fr, mf = [r["link_fraction"] for r in runs], [m["link_fraction"] for m in models]
             mean, mmean = sum(fr) / len(fr), sum(mf) / len(mf)
@@ -64,6 +73,27 @@ def compare(ns, repeats: int, rounds: int, base: dict, seeds: int = 3) -> None:
             print(f"{n:>3} {rto:>7} {mean:>11.1%} {min(fr):>6.1%}-{max(fr):<7.1%} {mmean:>7.1%} {min(mf):>6.1%}-{max(mf):<7.1%}"
                   f"{mmean / mean - 1:>+14.0%}{slow:>16}{rtos:>20}", flush=True)
     print(f"(load {os.getloadavg()[0]:.2f} at the end)")
+
+
+def spread(n: int, repeats: int, rounds: int, base: dict, seeds: int = 3, nic_rate="link") -> None:
+    import os
+    import statistics
+    print(f"{repeats} Linux runs x {rounds} rounds at N = {n}, RTOmin 200 ms, {base['block']} per sender, "
+          f"{base['bandwidth']} port, {base['buffer']} queue, senders' NICs "
+          f"{'at the port rate' if nic_rate == 'link' else 'unshaped veths'}, cubic")
+    fr, slow = [], []
+    for k in range(repeats):
+        r = linux.incast(senders=n, rounds=rounds, nic_rate=nic_rate, **base)
+        fr.append(r["link_fraction"])
+        slow.append(rto_rounds(r["round_s"]))
+        print(f"  run {k + 1}: {fr[-1]:.1%} of the link, {slow[-1]:.0%} of the rounds with an RTO "
+              f"(load {os.getloadavg()[0]:.2f})", flush=True)
+    model = statistics.mean(linux.model(senders=n, rounds=rounds, seed=k, **base)["link_fraction"]
+                            for k in range(seeds))
+    mean = statistics.mean(fr)
+    print(f"Linux mean {mean:.1%}, range {min(fr):.1%}-{max(fr):.1%}, RTO rounds {min(slow):.0%}-{max(slow):.0%}; "
+          f"model {model:.1%} ({model / mean - 1:+.0%}; {model / min(fr) - 1:+.0%} against the lowest run, "
+          f"{model / max(fr) - 1:+.0%} against the highest)")
 
 
 def main():
@@ -78,14 +108,23 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--compare-rounds", type=int, default=150)
     ap.add_argument("--seeds", type=int, default=3, help="the model's runs per cell, each a seed of its timing noise")
+    ap.add_argument("--spread", type=int, default=0, help="N: repeated Linux runs at N and RTOmin 200 ms only")
+    ap.add_argument("--nic", choices=("link", "veth"), default="link",
+                    help="--compare, --spread: the senders' NICs at the port's rate (default) or unshaped veths")
     args = ap.parse_args()
     ok, why = linux.available()
     if not ok:
         print(why)
         return
+    if args.spread:
+        spread(args.spread, args.repeats, args.compare_rounds,
+               dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer), args.seeds,
+               "link" if args.nic == "link" else None)
+        return
     if args.compare:
         compare([int(x) for x in args.compare.split(",")], args.repeats, args.compare_rounds,
-                dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer), args.seeds)
+                dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer), args.seeds,
+                "link" if args.nic == "link" else None)
         return
     base = dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer, rounds=args.rounds)
     print(f"raw TCP incast: {args.block} per sender per round, {args.bandwidth} port, {args.buffer} queue, "

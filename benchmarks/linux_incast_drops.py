@@ -1,9 +1,9 @@
 """Where in an incast round the drops fall, on the kernel (a packet capture) and in the model.
 
-    sudo .venv/bin/python benchmarks/linux_incast_drops.py [--senders 8] [--rounds 80] [--seed 0]
+    sudo .venv/bin/python benchmarks/linux_incast_drops.py [--senders 8] [--rounds 80] [--seed 0] [--nic veth]
 
 The setup of `benchmarks/linux_incast.py --compare` (N x 64 KiB per round into a 100 Mbit/s tbf port with a
-32 KB queue, cubic, RTOmin 200 ms). On the kernel, tcpdump runs in the bridge's namespace on every port
+32 KB queue, the senders' NICs at the port's rate or, with `--nic veth`, unshaped; cubic, RTOmin 200 ms). On the kernel, tcpdump runs in the bridge's namespace on every port
 (`-i any`): a data frame seen entering from a sender's port and never leaving through the shaped port was
 dropped by tbf. In the model (`linux.model`), the shaped port's enqueues and drops are logged. For both it
 prints the link fraction, the share of rounds that waited out an RTO, drops per round by time since the
@@ -69,11 +69,12 @@ def summarize(title: str, link: float, times: list[float], packets: dict, starts
                                                          for p in range(n)))
 
 
-def kernel(n: int, rounds: int) -> None:
-    plain = linux.incast(senders=n, rounds=rounds)
+def kernel(n: int, rounds: int, nic_rate="link") -> None:
+    plain = linux.incast(senders=n, rounds=rounds, nic_rate=nic_rate)
     print(f"kernel without a capture: {plain['link_fraction']:.1%} of the link "
           f"(load {os.getloadavg()[0]:.2f})")
-    with tempfile.TemporaryDirectory(prefix="netlab-cap-") as tmp, Testbed(n, RATE, BUFFER, cc="cubic") as tb:
+    with tempfile.TemporaryDirectory(prefix="netlab-cap-") as tmp, Testbed(n, RATE, BUFFER, cc="cubic",
+                                                                               nic_rate=nic_rate) as tb:
         pcap = os.path.join(tmp, "incast.pcap")
         snd, rcv, listener = linux._connect(tb)
         dump = subprocess.Popen(["ip", "netns", "exec", tb.bridge_ns, "tcpdump", "-i", "any", "-nn", "-s", "96",
@@ -154,6 +155,8 @@ def main() -> None:
     ap.add_argument("--senders", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=80)
     ap.add_argument("--seed", type=int, default=0, help="the model's timing-noise seed")
+    ap.add_argument("--nic", choices=("link", "veth"), default="link",
+                    help="the senders' NICs at the port's rate (default) or unshaped veths")
     a = ap.parse_args()
     if a.senders < 1 or a.rounds < 3:
         sys.exit("linux_incast_drops: --senders must be at least 1 and --rounds at least 3")
@@ -165,7 +168,7 @@ def main() -> None:
     elif shutil.which("tcpdump") is None:
         print("no kernel side here: tcpdump is not installed (apt-get install tcpdump)")
     else:
-        kernel(a.senders, a.rounds)
+        kernel(a.senders, a.rounds, "link" if a.nic == "link" else None)
     model(a.senders, a.rounds, a.seed)
 
 
