@@ -23,7 +23,8 @@
    rto_min 1 ms, a 4 MB queue, ECN marking at 16 KB, and reno and bbr in the base setup.
 2. The same with real gloo ranks (netlab.fabric.linux.ps_push): workers push `block` shards to a
    server rank; the base, then rto_min 1 ms and a 4 MB queue on the same connections, and ECN in
-   a separate launch (ECN is negotiated when gloo connects).
+   a separate launch (ECN is negotiated when gloo connects); then the kernel-aware model's prediction
+   for the same incast (netlab.fabric.linux.model) at RTOmin 200 ms and 1 ms.
 Every number is measured on the wall clock when the script runs: link = goodput x 1514/1448 / rate
 (the share of the link's frames that carried the block), ideal = N x block x 1514/1448 / rate.
 Units: KiB = 1024 B, Mbit/s = 1e6 bit/s. Needs root; elsewhere it prints why and exits 0.
@@ -154,6 +155,9 @@ def main():
             e = linux.ps_push(workers=n, shard=args.block, bandwidth=args.bandwidth, buffer=args.buffer,
                               rounds=args.rounds, ecn=True, ecn_k="16K")
             print(row("gloo, ECN at 16 KB", e))
+        for label, rto in (("model, RTOmin 200 ms", "200ms"), ("model, rto_min 1 ms", "1ms")):
+            print(row(label, linux.model(senders=n, block=args.block, bandwidth=args.bandwidth, buffer=args.buffer,
+                                         rto_min=rto, rounds=args.rounds)))
         print(f"[{time.perf_counter() - start:.0f} s]")
 
 

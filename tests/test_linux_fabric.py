@@ -255,16 +255,19 @@ def test_ecn_marking_keeps_a_shallow_buffer_from_dropping():
 
 @needs_linux
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("NETLAB_REAL_GLOO") != "1",
-                    reason="real gloo ranks through the kernel's TCP vary run to run (failed 2 of 5 runs); "
-                           "set NETLAB_REAL_GLOO=1 to run it")
-def test_gloo_push_collapses_and_a_small_rto_fixes_it():
-    """8 gloo workers push 64 KiB shards to a server rank through the same port."""
-    r = linux.ps_push(workers=8, shard="64K", bandwidth="100Mbit/s", buffer="32K", rounds=8,
-                      fixes=({"rto_min": "1ms"},), timeout_s=120)
-    fixed = r["fixes"][0]
-    assert r["timeouts"] >= 1 and r["completion_s"]["max"] >= r["ideal_round_s"] + 0.2
-    assert fixed["goodput_Bps"] >= 1.5 * r["goodput_Bps"]
+def test_gloo_push_collapses_its_fixes_restore_it_and_the_model_predicts_it():
+    """16 gloo workers push 64 KiB shards to a server rank through the same port: at RTOmin 200 ms every round
+    waits out an RTO (about a third of the link), rto_min 1 ms and a 4 MB queue restore the link on the same
+    connections, and the kernel-aware model of the same incast is within 25 % of the collapsed push. (At N = 8
+    a round either waits or not, and 8 rounds of it failed this 2 times in 5 on unshaped veth NICs.)"""
+    r = linux.ps_push(workers=16, shard="64K", bandwidth="100Mbit/s", buffer="32K", rounds=10,
+                      fixes=({"rto_min": "1ms"}, {"buffer": "4M"}), timeout_s=120)
+    small_rto, deep = r["fixes"]
+    assert r["timeouts"] >= 10 and r["completion_s"]["p50"] >= r["ideal_round_s"] + 0.15
+    assert small_rto["goodput_Bps"] >= 2 * r["goodput_Bps"] and deep["goodput_Bps"] >= 2 * r["goodput_Bps"]
+    assert deep["drops"] == 0
+    model = linux.model(senders=16, block="64K", bandwidth="100Mbit/s", buffer="32K", rto_min="200ms", rounds=10)
+    assert model["link_fraction"] == pytest.approx(r["link_fraction"], rel=0.25), (r["link_fraction"], model)
 
 
 # Within 25 % where the model is validated (docs/fabric.md, 2 Linux runs x 150 rounds against 3 seeds of the
