@@ -120,12 +120,12 @@ def main():
     if args.spread:
         spread(args.spread, args.repeats, args.compare_rounds,
                dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer), args.seeds,
-               "link" if args.nic == "link" else None)
+               args.nic)
         return
     if args.compare:
         compare([int(x) for x in args.compare.split(",")], args.repeats, args.compare_rounds,
                 dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer), args.seeds,
-                "link" if args.nic == "link" else None)
+                args.nic)
         return
     base = dict(block=args.block, bandwidth=args.bandwidth, buffer=args.buffer, rounds=args.rounds)
     print(f"raw TCP incast: {args.block} per sender per round, {args.bandwidth} port, {args.buffer} queue, "

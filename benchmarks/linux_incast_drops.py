@@ -168,7 +168,7 @@ def main() -> None:
     elif shutil.which("tcpdump") is None:
         print("no kernel side here: tcpdump is not installed (apt-get install tcpdump)")
     else:
-        kernel(a.senders, a.rounds, "link" if a.nic == "link" else None)
+        kernel(a.senders, a.rounds, a.nic)
     model(a.senders, a.rounds, a.seed)
 
 

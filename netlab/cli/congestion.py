@@ -126,35 +126,26 @@ MODEL_ONLY_REAL = {"window": "64K", "ecn_pmax": None, "pfc": False, "xoff": None
 
 
 def real_incast(args) -> int:
-    """``incast --real``: the kernel's own TCP through a shaped Linux bridge (``fabric.linux.incast``)."""
-    import sys
-    from ..fabric import ECN, linux
+    """``incast --real``: the kernel's own TCP through a shaped Linux bridge (``fabric.linux.incast``).
+    Ctrl-C on the command line: ``runtime/interrupt.py`` deletes the testbed's namespaces."""
+    from ..fabric import linux
     if args.experiment != "incast":
         raise ValueError("real: only the incast experiment runs on the real Linux stack")
     for name, default in MODEL_ONLY_REAL.items():
         if getattr(args, name) != default:
-            why = " (a Linux bridge drops, it never pauses)" if "pfc" in name or name == "xoff" or name == "xon" else ""
+            why = " (a Linux bridge drops, it never pauses)" if name in ("pfc", "xoff", "xon", "pfc_headroom") else ""
             raise ValueError(f"real: {_flag(name)} applies to the model only{why}")
-    ecn = False
-    if args.ecn_kmin is not None or args.ecn_kmax is not None:
-        if args.ecn_k is not None:
-            raise ValueError("ecn-k: give either --ecn-k or --ecn-kmin/--ecn-kmax, not both")
-        kmin = parse_bytes(args.ecn_kmin or 0, "ecn-kmin", allow_zero=True)
-        ecn = ECN(kmin, parse_bytes(args.ecn_kmax, "ecn-kmax", allow_zero=True) if args.ecn_kmax is not None else kmin,
-                  0.01)
-    nic = args.nic_rate if args.nic_rate is not None else "link"
-    nic = None if nic == "veth" else nic
+    # RED thresholds as the model reads them (the real port takes only kmin == kmax); --ecn-k goes as is
+    red = args.ecn_kmin is not None or args.ecn_kmax is not None
     try:
         row = linux.incast(senders=args.senders, block=args.block, bandwidth=args.bandwidth,
                            buffer=args.buffer if args.buffer is not None else "64K",
                            transport=args.transport or "reno", rto_min=args.rto_min,
-                           rounds=args.rounds if args.rounds is not None else 20, ecn=ecn, ecn_k=args.ecn_k,
-                           nic_rate=nic)
+                           rounds=args.rounds if args.rounds is not None else 20,
+                           ecn=_ecn(args, None, None) if red else False, ecn_k=args.ecn_k,
+                           nic_rate=args.nic_rate if args.nic_rate is not None else "link")
     except linux.Unavailable as exc:
         raise ValueError(f"real: {exc}") from None
-    except KeyboardInterrupt:
-        print("netlab congestion: interrupted; the testbed's namespaces are removed", file=sys.stderr)
-        return 130
     row = {k: v for k, v in row.items() if k != "round_s"}
     c = row["completion_s"]
     text = "\n".join([
@@ -213,18 +204,15 @@ def main(args) -> int:
     from ..validate import choice as validate_choice
     if args.real and args.real_steps:
         raise ValueError("real: --real (the kernel's TCP) and --real-steps (training on the model) are two runs")
-    if args.real:
-        for name in REAL_ONLY:
-            if getattr(args, name) is not None:
-                raise ValueError(f"{name}: {_flag(name)} needs --real-steps")
-        return real_incast(args)
-    if args.nic_rate is not None:
+    if args.nic_rate is not None and not args.real:
         raise ValueError("nic-rate: --nic-rate needs --real")
     if args.real_steps:
         return real_steps(args)
     for name in REAL_ONLY:
         if getattr(args, name) is not None:
             raise ValueError(f"{name}: {_flag(name)} needs --real-steps")
+    if args.real:
+        return real_incast(args)
     rounds = args.rounds if args.rounds is not None else (20 if args.experiment == "incast" else 40)
     block = parse_bytes(args.block, "block")
     bandwidth = parse_bandwidth(args.bandwidth, "bandwidth")

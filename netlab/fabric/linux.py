@@ -239,8 +239,8 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
     ('200ms' is Linux's default, left untouched); ecn: mark CE above `ecn_k` bytes (DCTCP's K;
     default half the buffer) and negotiate ECN; `ecn` may also be the model's ECN(kmin, kmax) with
     kmin == kmax (this port marks at one threshold); nic_rate: each sender's NIC ('link': the port's
-    rate, as on a switch whose ports all run at B and in the model; a rate; None: an unshaped veth, whose
-    pace is the machine's). The keywords are the CLI's flags. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
+    rate, as on a switch whose ports all run at B and in the model; a rate; None or 'veth': an unshaped
+    veth, whose pace is the machine's). The keywords are the CLI's flags. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
     ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmissions, drops, marks,
     pause_s (always 0: a Linux bridge drops, it never pauses) and wall_s: the model's keys."""
     nic = _nic(nic_rate)
@@ -267,10 +267,8 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
 
 
 def _nic(nic_rate):
-    """The testbed's nic_rate from the keyword: 'link', None, or a bandwidth (a string or bytes/s)."""
-    if nic_rate is None or nic_rate == "link":
-        return nic_rate
-    return parse_bandwidth(nic_rate, "nic_rate")
+    """The testbed's nic_rate from the keyword: 'link', 'veth' or None (unshaped), or a bandwidth."""
+    return nic_rate if nic_rate in (None, "link", "veth") else parse_bandwidth(nic_rate, "nic_rate")
 
 
 def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):

@@ -29,8 +29,8 @@ sysctls are never touched):
   port of its own, so N senders reach the switch at N x B at most, as the packet model's senders do.
   A veth alone has no rate: a sender's window would reach the port within its send() call, in an
   order and at a pace set by the machine's scheduler, and the incast's goodput at N = 8 and RTOmin
-  200 ms moved by half between two machines of the same kind (docs/fabric.md). `nic_rate=None`
-  leaves the veths unshaped.
+  200 ms moved by half between two machines of the same kind (docs/fabric.md). `nic_rate="veth"`
+  (or None) leaves the veths unshaped.
 * The hosts send MTU-sized packets (gso_max_segs 1 on every host's eth0), always: over veth a
   sender's window otherwise crosses the bridge as one 64 KB GSO super-packet, and tbf queues and
   drops it whole (up to its bucket size) or splits it, which no switch does; a real port sees
@@ -174,7 +174,7 @@ class Testbed:
 
     def __init__(self, senders: int, bandwidth: float, buffer: int, cc: str = "cubic",
                  rto_min: float | None = None, ecn: bool = False, ecn_threshold: int | None = None,
-                 burst: int | None = None, nic_rate: float | None | str = "link"):
+                 burst: int | None = None, nic_rate: float | str | None = "link"):
         if not 1 <= int(senders) <= MAX_SENDERS:
             raise ValueError(f"senders: must be 1 to {MAX_SENDERS}, got {senders!r}")
         if not bandwidth > 0:
@@ -189,8 +189,10 @@ class Testbed:
             raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `iptables` program is not installed")
         if nic_rate == "link":
             nic_rate = bandwidth
+        elif nic_rate == "veth":
+            nic_rate = None
         elif nic_rate is not None and (isinstance(nic_rate, str) or not nic_rate > 0):
-            raise ValueError(f"nic_rate: must be 'link', None or bytes/s greater than zero, got {nic_rate!r}")
+            raise ValueError(f"nic_rate: must be 'link', 'veth', None or bytes/s greater than zero, got {nic_rate!r}")
         self.senders, self.bandwidth, self.buffer = int(senders), float(bandwidth), int(buffer)
         self.nic_rate = None if nic_rate is None else float(nic_rate)
         self.cc, self.rto_min, self.ecn = cc, rto_min, bool(ecn)
