@@ -15,7 +15,7 @@ import torch
 
 import netlab
 from netlab import collectives
-from netlab.fabric.live import Congestion
+from netlab.fabric.congestion import Congestion
 
 
 def rings(comm, n, times):

@@ -17,7 +17,7 @@ from .runtime.shared import trim_when_kernel_idles as _trim_when_kernel_idles
 from .runtime.comm import Comm
 from .net import DEVICES, LINKS, Device, Link, Network, device, network
 from .net.network import congestion
-from .fabric.live import Congestion
+from .fabric.congestion import Congestion
 from .runtime.trace import Trace
 from . import cluster  # noqa: F401  (netlab.cluster.get_cluster: the labs use it)
 from . import check  # noqa: E402  (exercise checks: netlab.check.step_time, ...)

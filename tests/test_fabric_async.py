@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import netlab
-from netlab.fabric.live import Congestion
+from netlab.fabric.congestion import Congestion
 from netlab.ps import run_ps
 from netlab.ps.experiment import assemble
 

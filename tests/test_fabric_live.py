@@ -13,7 +13,7 @@ import netlab
 from netlab import collectives
 from netlab.bench import bench
 from netlab.fabric import PFC
-from netlab.fabric.live import Congestion
+from netlab.fabric.congestion import Congestion
 from netlab.step import measure_step
 
 

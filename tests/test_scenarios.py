@@ -107,7 +107,7 @@ def test_a_pause_storm_spreads_one_hop_and_slows_the_step_by_what_its_pause_frac
 
 def test_a_storm_needs_pfc_and_a_rank_that_exists():
     from netlab import cluster, overlap
-    from netlab.fabric.live import Congestion
+    from netlab.fabric.congestion import Congestion
     from netlab.fabric.storm import Storm
     with pytest.raises(ValueError, match="^storm:"):
         Congestion("ideal", buffer="128K", storm=Storm(0, 0.5))

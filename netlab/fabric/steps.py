@@ -26,7 +26,7 @@ from .. import cluster, train, validate
 from ..net.network import network
 from ..net.presets import device as make_device
 from ..units import parse_bytes, parse_time
-from .live import Congestion
+from .congestion import Congestion
 from .scenarios import default_ecn
 from .switch import PFC, pfc_headroom
 

@@ -86,7 +86,7 @@ class Network:
         if not self.gamma >= 0:
             raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
         if self.congestion is not None:
-            from ..fabric.live import Congestion
+            from ..fabric.congestion import Congestion
             if not isinstance(self.congestion, Congestion):
                 raise ValueError(f"congestion: a netlab.fabric.Congestion, got {self.congestion!r}")
             if self.ranks_per_host != 1:
@@ -123,7 +123,7 @@ def congestion(spec):
         with netlab.congestion(Congestion("reno", buffer="64K")):
             measure_step(ranks=8, bandwidth="1Gbit/s")
     """
-    from ..fabric.live import Congestion
+    from ..fabric.congestion import Congestion
     if spec is not None and not isinstance(spec, Congestion):
         raise ValueError(f"congestion: a netlab.fabric.Congestion or None, got {spec!r}")
     token = _congestion.set(spec)

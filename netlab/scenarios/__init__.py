@@ -117,7 +117,7 @@ def _setup(workload: str) -> dict:
 def storm_network(storm=None):
     """The pfc_storm scenario's network: the stated NIC through one switch with PFC, ideal transport;
     `storm` (a ``netlab.fabric.storm.Storm``) puts the stalled host in, None leaves the fabric healthy."""
-    from ..fabric.live import Congestion
+    from ..fabric.congestion import Congestion
     from ..fabric.switch import PFC, pfc_headroom
     from ..net.network import network
     nic = network(*NETWORK).nic
