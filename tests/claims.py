@@ -55,7 +55,7 @@ def notebook_claims(labs: Path = ROOT / "labs") -> list[tuple[str, str, int]]:
     return found
 
 
-def tested_claims(tests: Path = ROOT / "tests") -> list[tuple[str, str]]:
+def claims_in_tests(tests: Path = ROOT / "tests") -> list[tuple[str, str]]:
     """(claim id, 'file::test') for every `@claim("...")` decorator in tests/, read without importing."""
     found = []
     for path in sorted(tests.rglob("test_*.py")):

@@ -2,12 +2,12 @@
 belongs to a sentence a chapter still makes (the mechanism: tests/claims.py)."""
 import collections
 
-from claims import notebook_claims, tested_claims
+from claims import notebook_claims, claims_in_tests
 
 
 def test_every_marked_claim_has_one_test_and_every_claim_test_a_sentence():
     in_labs = notebook_claims()
-    in_tests = tested_claims()
+    in_tests = claims_in_tests()
     twice = [c for c, n in collections.Counter(c for c, *_ in in_labs).items() if n > 1]
     assert not twice, f"claim ids used by more than one sentence: {twice}"
     tested = collections.defaultdict(list)
