@@ -20,6 +20,9 @@ after the link's propagation delay. What a port decides, and records:
     admitted by its ingress counter (Xoff plus the headroom for bytes in flight while PAUSE travels),
     as lossless switches reserve buffer per ingress; it only drops if the headroom is too small.
 
+A port's link may also lose packets at random (``Port.loss``, independent per packet, seeded), as a
+link with bit errors does: the setting under which Mathis et al.'s loss-throughput relation is stated.
+
 Left out on purpose: cut-through switching, multiple traffic classes sharing one scheduler beyond
 strict priority, WRED's averaged queue, PFC deadlock detection, pause quanta (a PAUSE holds until
 its RESUME, as switches that refresh XOFF do).
@@ -181,6 +184,8 @@ class Port:
         self.drop_t, self.mark_t = [], []    # when each drop and each ECN mark happened
         self.pause_t, self.pause_n = [0.0], [0]   # priorities paused over time (a step function)
         self.waiting = []                    # host NIC: senders waiting for room (TCP small queues)
+        self.loss = 0.0                      # probability a packet is lost on this port's link (bit errors)
+        self.losses = 0                      # packets the link lost (not counted in drops: the buffer had room)
 
     # ---- admission, marking, queueing
     def enqueue(self, pkt: Packet) -> None:
@@ -272,7 +277,10 @@ class Port:
         self.busy = False
         self.tx_bytes += pkt.size
         fab = self.fabric
-        if self.switch is None and fab.jitter:         # host timing noise, less than half a packet
+        if self.loss and fab.rng.random() < self.loss:  # lost on the wire, after it took the link's time
+            self.losses += 1
+            pkt.flow.drops += 1
+        elif self.switch is None and fab.jitter:         # host timing noise, less than half a packet
             fab.schedule(fab.now + self.delay + fab.jitter * fab.rng.random() * pkt.size / self.rate, fab.arrive, pkt)
         else:
             fab.schedule(fab.now + self.delay, fab.arrive, pkt)
