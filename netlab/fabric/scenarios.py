@@ -120,8 +120,9 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            delayed_ack: float | None = None) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
-    ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
-    unlimited), so N x window is what the senders can have in flight at once.
+    ``window`` is each TCP receiver's advertised window in bytes (default Linux's initial 64 KB, from
+    tcp_rmem's 128 KB default buffer, kept fixed: Linux grows it by autotuning up to tcp_rmem's maximum;
+    None: unlimited), so N x window is what the senders can have in flight at once.
     ``background`` is the load (0..1 of the port) of another job's flows, Poisson arrivals of
     ``background_size`` bytes from one more host, seeded by ``seed``.
     ``persistent``: each sender keeps one connection across rounds (window-based transports with
