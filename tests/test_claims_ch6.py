@@ -142,9 +142,11 @@ def test_netlab_headroom_is_below_mlx5s_at_every_speed_and_cable_length():
             ours, driver = pfc_headroom(gbit * 1e9 / 8, metres * FIBRE_S_PER_M), mlx5_xoff(gbit * 1000, metres)
             assert 0.3 * driver < ours < driver, (gbit, metres, ours, driver)
         # the driver's margin on each term: per metre of cable (2.16 B per Gbit/s against the round trip's
-        # 1.25), and its MTUs (2.72 against 2)
+        # 1.25), the reaction (301 B per Gbit/s against 802.3's allowance), and its MTUs (2.72 against 2)
         per_m = (pfc_headroom(gbit * 1e9 / 8, 101 * FIBRE_S_PER_M) - pfc_headroom(gbit * 1e9 / 8, FIBRE_S_PER_M)) / 100
         assert per_m == pytest.approx(1.25 * gbit) and per_m < 2.16 * max(gbit, 40)
+        response = pfc_headroom(gbit * 1e9 / 8, 0.0) - 2 * MTU          # the upstream's reaction, bytes
+        assert response < 301 * max(gbit, 40)                            # the driver's 301 B per Gbit/s
 
 
 def _fluid_queue(flows, delay, dt=2e-6):
