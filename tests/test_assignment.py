@@ -104,8 +104,7 @@ def test_ch6_stub_fails_the_reference_passes_and_the_variant_follows_the_seed():
         assert not variants.run_check("ch6", stub, seed=1).passed
         ch6._cases, ch6._fabric_windows = original
         # a typical wrong answer, no floor of 2 packets, fails the variant too: its boundary cases stay
-        no_floor = lambda a, c, n, m, g=1 / 16: ((1 - g) * a + g * m / n, c * (1 - ((1 - g) * a + g * m / n) / 2)
-                                                  if m else c)
+        no_floor = lambda a, c, n, m, g=1 / 16: ((1 - g) * a + g * m / n, c * (1 - a / 2) if m else c)
         assert not variants.run_check("ch6", no_floor, seed=1).passed
     finally:
         ch6._cases, ch6._fabric_windows = original

@@ -19,4 +19,5 @@ def test_every_chapter_shrinks_under_ci_and_ends_with_an_exercise_check():
     for path in LABS:
         code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
         assert '"CI" in os.environ' in code, f"{path.name} does not read the CI variable"
-        assert "netlab.check." in code, f"{path.name} has no exercise checked by the package"
+        if path.name[:2].isdigit():                  # a numbered chapter; an appendix has no exercise
+            assert "netlab.check." in code, f"{path.name} has no exercise checked by the package"

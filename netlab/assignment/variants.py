@@ -74,9 +74,9 @@ def _ch6(rng):
     for i in range(5):
         acked = rng.randint(1, 120)
         marked = 0 if i == 0 else rng.randint(1, acked)                         # one window without marks
-        args = (round(rng.uniform(0.0, 1.0), 4), float(rng.randint(2, 200)), acked, marked,
-                rng.choice([1 / 16, 1 / 8, 1 / 4, 1 / 32]))
-        cases.append((f"drawn window {i + 1}", args))
+        cwnd = float(acked + rng.randint(1, 80)) if i == 2 else float(rng.randint(2, 200))   # one: acked < cwnd
+        g = rng.choice([1 / 8, 1 / 4, 1 / 32]) if i == 3 else rng.choice([1 / 16, 1 / 8, 1 / 4, 1 / 32])
+        cases.append((f"drawn window {i + 1}", (round(rng.uniform(0.0, 1.0), 4), cwnd, acked, marked, g)))
     flows, gbit, k, fabric_seed = rng.randint(2, 4), rng.choice([10, 25, 40]), rng.choice([30, 40, 65, 90]), \
         rng.randint(0, 999)
 

@@ -120,8 +120,9 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            delayed_ack: float | None = None) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
-    ``window`` is each TCP receiver's advertised window in bytes (Linux starts near 64 KB; None:
-    unlimited), so N x window is what the senders can have in flight at once.
+    ``window`` is each TCP receiver's advertised window in bytes (default Linux's initial 64 KB, from
+    tcp_rmem's 128 KB default buffer, kept fixed: Linux grows it by autotuning up to tcp_rmem's maximum;
+    None: unlimited), so N x window is what the senders can have in flight at once.
     ``background`` is the load (0..1 of the port) of another job's flows, Poisson arrivals of
     ``background_size`` bytes from one more host, seeded by ``seed``.
     ``persistent``: each sender keeps one connection across rounds (window-based transports with
@@ -197,13 +198,17 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
 
 def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, buffer=None, transport: str = "dctcp",
                ecn: ECN | None = None, duration: float = 0.02, link_delay: float = LINK_DELAY,
-               rto_min: float = tp.RTO_MIN, seed: int = 0) -> Run:
-    """n flows that never end, for ``duration`` seconds, through one port (a dumbbell)."""
+               rto_min: float = tp.RTO_MIN, seed: int = 0, loss: float = 0.0) -> Run:
+    """n flows that never end, for ``duration`` seconds, through one port (a dumbbell); ``loss``: the
+    probability that the port's link loses a packet (independent, seeded), as for Mathis et al.'s relation."""
     import time
     validate(n, 1, bandwidth, buffer, transport, rto_min, 1, ecn, None, link_delay)
+    if not 0 <= loss < 1:
+        raise ValueError(f"loss: must be a probability in [0, 1), got {loss!r}")
     wall = time.perf_counter()
     fab = Fabric(seed)
     nics, down = _star(fab, n, bandwidth, buffer, ecn, None, link_delay, False)
+    down.loss = float(loss)
     run = Run(fab, [], down.name)
     for i in range(n):
         flow = Flow(fab, f"f{i}", [nics[i], down], 10**15, 0.0)

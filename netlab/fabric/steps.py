@@ -55,7 +55,7 @@ def spec_for(transport: str, *, bandwidth: float, latency: float, buffer, backgr
 def step_jitter(*, transports=TRANSPORTS, ranks: int = 3, steps: int = 12, width: int = 64, batch: int = 32,
                 bandwidth="1Gbit/s", latency="20us", buffer="32K", background: float = 0.5, rto_min="200ms",
                 seed: int = 0) -> dict:
-    """{transport: {"times": step times (s), "p50", "p99", "max", "fabric": the run's summary}}."""
+    """{transport: {"times": step times (s), "p50", "p99", "max", "mean", "fabric": the run's summary}}."""
     for name in transports:
         validate.choice(name, "transports", TRANSPORTS)
     cluster.check_ranks(ranks)
@@ -74,7 +74,8 @@ def step_jitter(*, transports=TRANSPORTS, ranks: int = 3, steps: int = 12, width
         ends = np.max(np.asarray(res.values), axis=0)               # the slowest rank, step by step
         times = np.diff(np.concatenate([[0.0], ends]))
         out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
-                     "max": float(times.max()), "fabric": res.fabric, "describe": spec.describe()}
+                     "max": float(times.max()), "mean": float(times.mean()), "fabric": res.fabric,
+                     "describe": spec.describe()}
     return out
 
 

@@ -12,11 +12,16 @@ after the link's propagation delay. What a port decides, and records:
     Kmin = Kmax = K, Pmax = 1. Packets that are not ECN-capable (Reno, Cubic) are never marked;
   * PFC (``PFC``, IEEE 802.1Qbb): a switch counts, per ingress (upstream port, priority), the bytes
     that came in through it and are still buffered. Above Xoff it sends PAUSE to that upstream port
-    (it arrives one link delay later and stops that port's priority after the packet on the wire);
-    below Xon it sends RESUME. The pause is per port and priority, not per flow: every flow that
-    shares the paused port waits, including flows bound elsewhere (victims). A lossless priority is
+    (it arrives one link delay later; the upstream port stops that priority after its pause-response
+    time, ``pause_response``, and after the packet then on the wire); below Xon it sends RESUME, which
+    the upstream acts on after the same response time (so never before the PAUSE it follows). The
+    pause is per port and priority, not per flow: every flow that shares the paused port waits,
+    including flows bound elsewhere (victims). A lossless priority is
     admitted by its ingress counter (Xoff plus the headroom for bytes in flight while PAUSE travels),
     as lossless switches reserve buffer per ingress; it only drops if the headroom is too small.
+
+A port's link may also lose packets at random (``Port.loss``, independent per packet, seeded), as a
+link with bit errors does: the setting under which Mathis et al.'s loss-throughput relation is stated.
 
 Left out on purpose: cut-through switching, multiple traffic classes sharing one scheduler beyond
 strict priority, WRED's averaged queue, PFC deadlock detection, pause quanta (a PAUSE holds until
@@ -60,11 +65,33 @@ class ECN:
         return self.pmax * (queue - self.kmin) / (self.kmax - self.kmin)
 
 
-def pfc_headroom(rate: float, delay: float, mtu: int = MTU) -> float:
-    """Bytes that still arrive after Xoff is crossed: the link's round trip at line rate (PAUSE
-    travelling up, data already on the wire coming down) plus a packet being sent at each end.
-    The same shape as mlx5's (301 + 2.16 x cable_m) x speed + 2.72 x MTU."""
-    return 2 * rate * delay + 2 * mtu
+# IEEE 802.3's upper bound on how long a port may go on sending after a PAUSE (or PFC) frame reaches
+# it, in bit times at each speed (the "response" term of 802.1Qbb's headroom: 60 pause quanta of 512 bit
+# times at 10 Gbit/s, 80 at 25, 118 at 40, 394 at 100, 905 at 400 Gbit/s; sources in docs/fabric.md).
+PAUSE_RESPONSE_BITS = {10e9: 30_720, 25e9: 40_960, 40e9: 60_416, 100e9: 201_728, 400e9: 463_360}
+
+
+def pause_response(rate: float) -> float:
+    """Seconds a port at ``rate`` (bytes/s) may keep sending after a PAUSE arrives: 802.3's allowance at
+    that speed; between two tabled speeds the longer of their two times, below 10 Gbit/s and above
+    400 Gbit/s the nearest one's (in time: 3.07 us at 10 Gbit/s, 1.16 us at 400 Gbit/s)."""
+    bits = rate * 8
+    times = {speed: bt / speed for speed, bt in PAUSE_RESPONSE_BITS.items()}
+    below = [s for s in times if s <= bits * (1 + 1e-9)]
+    above = [s for s in times if s >= bits * (1 - 1e-9)]
+    return max(times[s] for s in ([max(below)] if below else []) + ([min(above)] if above else []))
+
+
+def pfc_headroom(rate: float, delay: float, mtu: int = MTU, response: float | None = None) -> float:
+    """Bytes that may still arrive on an ingress after it crosses Xoff (IEEE 802.1Qbb's worst case, as
+    Cisco's PFC white paper lists it): the packet the switch is sending upstream when it decides to
+    pause (the PAUSE waits behind it), the link's round trip at line rate (PAUSE going up, data on the
+    wire coming down), the upstream port's pause-response time at line rate (``pause_response``, or
+    ``response`` seconds), and the packet the upstream is sending when it stops. Transceiver
+    latencies are left out. Linux's mlx5 driver reserves more (port_buffer.c, calculate_xoff): at
+    100 Gbit/s over 3 m of cable this gives 28,591 B, the driver 34,780 B (tests/test_claims_ch6.py)."""
+    response = pause_response(rate) if response is None else response
+    return 2 * mtu + rate * (2 * delay + response)
 
 
 @dataclass(frozen=True)
@@ -74,6 +101,7 @@ class PFC:
     xon: float | None = None          # default: Xoff - 2 MTU
     headroom: float | None = None     # default: pfc_headroom of the ingress link
     priorities: tuple = (0,)          # lossless priorities; others stay drop-tail
+    response: float | None = None     # s the upstream keeps sending after PAUSE; default pause_response(rate)
 
     def __post_init__(self):
         if not (self.xoff > 0 and math.isfinite(self.xoff)):
@@ -82,6 +110,8 @@ class PFC:
             raise ValueError(f"xon: must be between 0 and xoff ({self.xoff:g} bytes), got {self.xon!r}")
         if self.headroom is not None and self.headroom < 0:
             raise ValueError(f"pfc-headroom: must be zero or more bytes, got {self.headroom!r}")
+        if self.response is not None and not (self.response >= 0 and math.isfinite(self.response)):
+            raise ValueError(f"pfc-response: must be zero or more seconds, got {self.response!r}")
 
     @property
     def resume(self) -> float:
@@ -89,17 +119,22 @@ class PFC:
 
     def check(self, buffer: float | None, rate: float, delay: float) -> float:
         """The headroom this ingress gets; raises if Xoff or the headroom do not fit in the buffer."""
-        need = pfc_headroom(rate, delay)
+        need = pfc_headroom(rate, delay, response=self.response_time(rate))
         room = self.headroom if self.headroom is not None else need
         if buffer is not None and self.xoff > buffer:
             raise ValueError(f"xoff: {self.xoff:g} bytes is above the buffer ({buffer:g} bytes)")
         if room < need:
-            raise ValueError(f"pfc-headroom: {room:g} bytes cannot absorb the {need:g} bytes in flight "
-                             f"while PAUSE travels (2 x rate x delay + 2 MTU)")
+            raise ValueError(f"pfc-headroom: {room:g} bytes cannot absorb the {need:g} bytes that arrive "
+                             f"after PAUSE is sent (the link's round trip and the upstream's response at "
+                             f"line rate, plus a packet at each end)")
         if buffer is not None and self.xoff + room > buffer:
             raise ValueError(f"pfc: no headroom: xoff {self.xoff:g} + headroom {room:g} bytes exceed the "
                              f"buffer ({buffer:g} bytes); lower xoff or raise the buffer")
         return room
+
+    def response_time(self, rate: float) -> float:
+        """Seconds an upstream port at ``rate`` keeps sending after a PAUSE arrives."""
+        return pause_response(rate) if self.response is None else self.response
 
 
 class Switch:
@@ -113,6 +148,7 @@ class Switch:
         self.held = {}         # (upstream Port, priority) -> bytes buffered here that came through it
         self.room = {}         # upstream Port -> headroom bytes (checked once per ingress)
         self.pausing = set()   # (upstream Port, priority) currently paused by this switch
+        self.peak = {}         # (upstream Port, priority) -> the most bytes it ever had buffered here
 
 
 class Packet:
@@ -148,6 +184,8 @@ class Port:
         self.drop_t, self.mark_t = [], []    # when each drop and each ECN mark happened
         self.pause_t, self.pause_n = [0.0], [0]   # priorities paused over time (a step function)
         self.waiting = []                    # host NIC: senders waiting for room (TCP small queues)
+        self.loss = 0.0                      # probability a packet is lost on this port's link (bit errors)
+        self.losses = 0                      # packets the link lost (not counted in drops: the buffer had room)
 
     # ---- admission, marking, queueing
     def enqueue(self, pkt: Packet) -> None:
@@ -164,9 +202,11 @@ class Port:
                     self._drop(pkt)
                     return
                 sw.held[key] = held
+                if held > sw.peak.get(key, 0):
+                    sw.peak[key] = held
                 if held > pfc.xoff and key not in sw.pausing:
                     sw.pausing.add(key)
-                    fab.schedule(fab.now + up.delay, up.pause, pkt.prio)
+                    fab.schedule(fab.now + up.delay + pfc.response_time(up.rate), up.pause, pkt.prio)
             elif sw.shared is not None:
                 if sw.used + size > sw.shared or self.qbytes + size > sw.alpha * (sw.shared - sw.used):
                     self._drop(pkt)
@@ -225,7 +265,8 @@ class Port:
                 held = sw.held[key] = sw.held[key] - pkt.size
                 if key in sw.pausing and held <= sw.pfc.resume:
                     sw.pausing.discard(key)
-                    fab.schedule(fab.now + key[0].delay, key[0].resume, pkt.prio)
+                    up = key[0]                # it acts on RESUME as late as on PAUSE: never before it
+                    fab.schedule(fab.now + up.delay + sw.pfc.response_time(up.rate), up.resume, pkt.prio)
         fab.schedule(fab.now + self.tx_time(pkt), self._sent, pkt)
 
     def tx_time(self, pkt: Packet) -> float:
@@ -236,7 +277,10 @@ class Port:
         self.busy = False
         self.tx_bytes += pkt.size
         fab = self.fabric
-        if self.switch is None and fab.jitter:         # host timing noise, less than half a packet
+        if self.loss and fab.rng.random() < self.loss:  # lost on the wire, after it took the link's time
+            self.losses += 1
+            pkt.flow.drops += 1
+        elif self.switch is None and fab.jitter:         # host timing noise, less than half a packet
             fab.schedule(fab.now + self.delay + fab.jitter * fab.rng.random() * pkt.size / self.rate, fab.arrive, pkt)
         else:
             fab.schedule(fab.now + self.delay, fab.arrive, pkt)

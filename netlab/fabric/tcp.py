@@ -6,9 +6,14 @@ retransmit on the third duplicate ACK (ssthresh = cwnd/2); during recovery each 
 packet (below the highest SACKed one) be resent and inflates the window by one. A receive window
 (``max_window``) caps what is in flight. ``Cubic`` (RFC 8312, C = 0.4, beta = 0.7, with its
 TCP-friendly region) changes only the growth and the cut. ``DCTCP`` (Alizadeh et al. SIGCOMM'10;
-Linux tcp_dctcp.c): ECN-capable; once per window of data alpha <- (1-g) alpha + g F, F the fraction
-of ACKs echoing CE, g = 1/16, alpha starting at 1; on the first CE echo in a window
-cwnd <- cwnd (1 - alpha/2), at least 2 packets; on loss, Reno's halving.
+RFC 8257 section 3.3; Linux tcp_dctcp.c): ECN-capable; once per window of data, when snd_una passes
+the window's end, alpha <- (1-g) alpha + g F, F the fraction of the window's ACKs echoing CE, g =
+1/16, alpha starting at 1 (dctcp_update_alpha, called from tcp_ack's tcp_in_ack_event); on the
+first CE echo outside CWR, cwnd <- cwnd (1 - alpha/2), at least 2 packets, with the alpha in hand
+(tcp_fastretrans_alert -> tcp_enter_cwr -> dctcp_ssthresh, later in the same tcp_ack), and no other
+cut until an ACK passes the sequence sent when it cut (CWR ends above high_seq); so a window's marks
+are cut with the windows before's alpha and counted at its end. The cut is applied at once where
+Linux lowers ssthresh and lets PRR bring cwnd down over the next RTT. On loss, Reno's halving.
 
 ``linux=True`` adds the loss recovery of the Linux kernel (tcp_input.c, tcp_recovery.c,
 tcp_output.c; net.ipv4.tcp_early_retrans = 3, tcp_recovery = 1, its defaults), which is what decides
@@ -311,6 +316,7 @@ class DCTCP(Reno):
         self.cwr_end = -1                    # one cut per window of data
         self.alpha_t, self.alphas = [], []
         self.windows = []                    # (acked, marked) packets of each window that updated alpha
+        self.cuts = []                       # (time, cwnd before, cwnd after, alpha used) of each ECN cut
 
     def _observe(self, ce: bool) -> None:
         self.acks += 1
@@ -324,7 +330,9 @@ class DCTCP(Reno):
             self.acks = self.marked = 0
             self.window_end = self.next_seq
         if ce and self.snd_una > self.cwr_end:
+            before = self.cwnd
             self.cwnd = max(self.cwnd * (1 - self.alpha / 2), 2.0)
+            self.cuts.append((self.fabric.now, before, self.cwnd, self.alpha))
             self.ssthresh = self.cwnd
             self.cwr_end = self.next_seq
             self.record(self.cwnd)

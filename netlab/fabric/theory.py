@@ -7,6 +7,9 @@
 * Incast with at least one retransmission timeout per round (Chen et al. WREN'09's model with one
   RTO event): goodput <= N D / (N D / B + RTOmin).
 * A lossless (PFC) incast: the port is never idle, so a round takes N D / B.
+* Loss-based TCP's throughput against its loss rate p (Mathis, Semke, Mahdavi, Ott, CCR 1997):
+  MSS / RTT x C / sqrt(p), C = sqrt(3/2) for Reno's sawtooth with one loss every 1/p packets, every
+  packet ACKed, no timeouts and no window limit.
 """
 from __future__ import annotations
 
@@ -34,3 +37,10 @@ def incast_goodput_one_timeout(senders: int, block: float, bandwidth: float, rto
 def lossless_round(senders: int, block: float, bandwidth: float) -> float:
     """Seconds for N x block through one port that never idles and never drops."""
     return senders * block / bandwidth
+
+
+def mathis_throughput(mss: float, rtt: float, loss: float, c: float = math.sqrt(1.5)) -> float:
+    """Bytes/s of one Reno flow that loses a fraction ``loss`` of its packets (Mathis et al. 1997)."""
+    if not 0 < loss < 1:
+        raise ValueError(f"loss: must be a probability in (0, 1), got {loss!r}")
+    return mss / rtt * c / math.sqrt(loss)

@@ -54,18 +54,24 @@ def draw_step_times(fig, results: dict):
 
 
 def draw_victim(fig, runs: dict, flow: int = 0):
-    """F1's rate over time in each run (e.g. {'PFC on': run, 'PFC off': run}), incast window shaded."""
+    """F1's rate over time in each run (e.g. {'PFC on': run, 'PFC off': run}), with the incast shaded
+    from its first flow's start to its last byte's arrival (or the run's end, if it is still draining)."""
     ax = fig.subplots()
     for i, (name, run) in enumerate(runs.items()):
         f = run.flows[flow]
         t, r = rates(f, 0, run.fabric.now, 120)
         ax.plot(t * 1e3, r * 8 / 1e9, color=f"C{i}", label=f"{f.name}, {name}")
-    starts = [f.start for f in runs[next(iter(runs))].flows[2:]]
-    if starts:
-        ax.axvspan(min(starts) * 1e3, (min(starts) + 1e-3) * 1e3, color="0.9", label="incast to R2 starts")
+    first = runs[next(iter(runs))]
+    burst = first.flows[2:]
+    if burst:
+        done = [f.done_at for f in burst]
+        end = max(done) if all(d is not None for d in done) else first.fabric.now
+        still = "" if all(d is not None for d in done) else ", still draining at the end"
+        ax.axvspan(min(f.start for f in burst) * 1e3, end * 1e3, color="0.9",
+                   label=f"the incast to R2 ({len(burst)} hosts{still})")
     ax.set_xlabel("time (ms)")
     ax.set_ylabel("Gbit/s")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")
     return fig
 
 
@@ -83,14 +89,21 @@ def draw_sawtooth(fig, run, ref: dict, start: float = 0.005):
     return fig
 
 
-def draw_fluid(fig, runs: dict):
-    """DCQCN fluid runs: queue (KB) over time, one line per label."""
-    ax = fig.subplots()
-    for name, run in runs.items():
-        ax.plot(run.t * 1e3, run.queue / 1e3, lw=0.8, label=name)
-    ax.set_xlabel("time (ms)")
-    ax.set_ylabel("queue (KB)")
-    ax.legend(fontsize=7)
+def draw_fluid(fig, runs: dict, steady: float | None = None):
+    """DCQCN fluid runs: queue (KB) over time, one line per label. With ``steady`` (s), a second panel
+    shows the runs from that time on with its own y axis, so an oscillation of tens of KB is not
+    flattened by the start-up transient's thousands."""
+    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]}) if steady is not None else [fig.subplots()]
+    for ax in axes:
+        for i, (name, run) in enumerate(runs.items()):
+            keep = run.t >= (steady if ax is not axes[0] else 0.0)
+            ax.plot(run.t[keep] * 1e3, run.queue[keep] / 1e3, lw=0.8, color=f"C{i}", label=name)
+        ax.set_xlabel("time (ms)")
+        ax.set_ylabel("queue (KB)")
+    axes[0].set_title("from the start (line-rate start-up)", fontsize=9)
+    if steady is not None:
+        axes[1].set_title(f"after {steady * 1e3:g} ms, its own scale", fontsize=9)
+    axes[-1].legend(fontsize=7)
     return fig
 
 
