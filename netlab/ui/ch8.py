@@ -78,6 +78,7 @@ class Ch8Panel(Panel):
 
     min_height = "520px"
     figsize = (12, 3.9)
+    tight = False                 # the figure lays itself out (subplots_adjust): one draw less per change
 
     def __init__(self, *, pattern: str = "all-to-all", ratio: int = 4, placement: str = "packed", hosts: int = 32,
                  size: str = "64M", bandwidth: str = "100Gbit/s"):
