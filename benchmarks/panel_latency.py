@@ -9,7 +9,7 @@ The kernel runs with CI=1 (the chapters' CI sizes) unless --full is given.
 
     .venv/bin/python benchmarks/panel_latency.py                 # every chapter, 5 changes per panel
     .venv/bin/python benchmarks/panel_latency.py -n 10 labs/01_why_the_network.ipynb
-    .venv/bin/python benchmarks/panel_latency.py labs/07_observability_and_codesign.ipynb   # chapter 7's panel
+    .venv/bin/python benchmarks/panel_latency.py labs/07_observability.ipynb   # chapter 7's panel
 
 Needs /usr/bin/chromium (Debian's package) and the playwright Python package (the dev extra).
 The times include the browser and the machine's load: run it on an idle machine to compare with

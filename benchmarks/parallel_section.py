@@ -1,4 +1,4 @@
-"""Time chapter 7's model-parallelism section (the cells after its "## 5. Model parallelism" heading).
+"""Time chapter 8's model-parallelism section (the cells after its "## 3. Model parallelism" heading).
 
     CI=1 PYTHONPATH=. OMP_NUM_THREADS=1 .venv/bin/python benchmarks/parallel_section.py
 
@@ -13,7 +13,8 @@ import time
 
 import nbformat
 
-PATH = os.path.join(os.path.dirname(__file__), "..", "labs", "07_observability_and_codesign.ipynb")
+PATH = os.path.join(os.path.dirname(__file__), "..", "labs", "08_codesign_and_parallelism.ipynb")
+HEADING = "## 3. Model parallelism"
 
 
 def cpu_seconds(pids) -> float:
@@ -29,7 +30,7 @@ def cpu_seconds(pids) -> float:
 def main() -> None:
     nb = nbformat.read(PATH, 4)
     start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
-                 and c.source.startswith("## 5. Model parallelism"))
+                 and c.source.startswith(HEADING))
     end = next(i for i in range(start + 1, len(nb.cells)) if nb.cells[i].cell_type == "markdown"
                and nb.cells[i].source.startswith("## "))
     ns: dict = {}

@@ -5,7 +5,8 @@
 
 Conventions are nccl-tests' (doc/PERFORMANCE.md): S is the collective's whole buffer (the
 all-gather's output, the reduce-scatter's input), algbw = S / t, busbw = algbw x 2(p-1)/p for
-all-reduce, (p-1)/p for all-gather and reduce-scatter, 1 for broadcast and reduce; GB = 1e9 B.
+all-reduce, (p-1)/p for all-gather, reduce-scatter and all-to-all, 1 for broadcast and reduce;
+GB = 1e9 B.
 
 Under an emulated network the time is virtual (one iteration: it is deterministic) and the payload
 is size-only unless ``check`` asks for real data -- the clock is identical either way. Without a
@@ -45,6 +46,10 @@ def _torch_collective(comm, collective, x):
         parts = [torch.empty_like(x) for _ in range(p)]
         dist.all_gather(parts, x, group=grp)
         return torch.cat(parts)
+    if collective == "alltoall":                    # gloo has all_to_all_single (even splits here)
+        out = torch.empty_like(x)
+        dist.all_to_all_single(out, x, group=grp)
+        return out
     dist.all_reduce(x, group=grp)                   # reduce-scatter: the sum, sliced like ours
     offsets, lengths = collectives.chunk_bounds(x.numel(), p)
     return x[int(offsets[comm.rank]):int(offsets[comm.rank] + lengths[comm.rank])]
@@ -110,6 +115,8 @@ def check_bench(collective: str, algo: str, ranks: int, sizes, network: Network 
     if not sizes:
         raise ValueError("sizes: no size given")
     if network is not None and network.ranks_per_host > 1:
+        if collective == "alltoall":
+            raise ValueError("ranks_per_host: the all-to-all runs on one rank per host")
         if network.ranks_per_host > ranks:
             raise ValueError(f"ranks_per_host: {network.ranks_per_host} ranks per host but only {ranks} ranks")
         if algo.startswith("hierarchical") and ranks % network.ranks_per_host:

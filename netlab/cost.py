@@ -17,6 +17,7 @@ reduce-scatter's input). p ranks, L = ceil(lg p), p' = 2^floor(lg p), r = p - p'
     reduce-sc.  ring (p-1)(T(n/p) + n/p g);  recursive halving sum_k (T(w_k n/p) + w_k n/p g)
     in-network  ina_allreduce: k chunks of c = n/k through a switch that sums at C bytes/s
                 2 T(c) + c/C + (k-1) max(T(c), c/C)    (independent of p; -> n/min(B, C) as k grows)
+    all-to-all  pairwise, concurrent (p-1) T(n/p) = (p-1) a + (p-1)/p n/B   (n: one rank's buffer)
 
 For powers of two these are the formulas of Thakur, Rabenseifner & Gropp (IJHPCA 19(1), 2005);
 for other p they add MPICH's fold (see ``collectives/recursive.py``); w_k counts the chunks of
@@ -43,6 +44,7 @@ BUSBW_FACTOR = {  # nccl-tests doc/PERFORMANCE.md
     "reduce_scatter": lambda p: (p - 1) / p,
     "broadcast": lambda p: 1.0,
     "reduce": lambda p: 1.0,
+    "alltoall": lambda p: (p - 1) / p,          # nccl-tests src/alltoall.cu, AlltoAllGetBw
 }
 
 
@@ -57,6 +59,18 @@ def _ceil_lg(p: int) -> int:
 
 def ring_allreduce(p: int, n: float, link: Link, gamma: float = 0.0) -> float:
     return 2 * (p - 1) * link.latency + 2 * (p - 1) / p * n / link.bandwidth + (p - 1) / p * n * gamma
+
+
+def alltoall(p: int, n: float, link: Link) -> float:
+    """All-to-all of n bytes per rank (p blocks of n/p), pairwise exchange or all at once.
+
+    Every rank's port sends p-1 blocks and receives p-1, one at a time: (p-1)(alpha + n/(p B)).
+    Exact on netlab's network with one rank per host (each port carries one message at a time, and
+    pairwise rounds are permutations); on a fabric it holds only while the core carries (p-1)/p of
+    every rank's bytes at line rate, i.e. with full bisection bandwidth (``netlab.sim.alltoall``).
+    Latency-bound below n ~ p alpha B, bandwidth-bound above.
+    """
+    return (p - 1) * link.time(n / p) if p > 1 else 0.0
 
 
 def ina_allreduce(p: int, n: float, link: Link, *, chunks: int = 1, capacity: float = math.inf) -> float:
@@ -150,6 +164,10 @@ def time(collective: str, algo: str, p: int, nbytes: float, network: Network) ->
                 "scatter_allgather": _scatter(p, n, T) + (p - 1) * T(n / p)}[algo]
     if collective == "reduce":
         return {"naive": (p - 1) * T(n) + n * g, "tree": binomial_reduce(p, T(n), n * g)}[algo]
+    if collective == "alltoall":
+        if network.ranks_per_host > 1:
+            raise ValueError("ranks_per_host: the all-to-all's formula is for one rank per host")
+        return alltoall(p, n, network.nic)
     p2, r = _fold(p)
     weights = _doubling_weights(p)
     if collective == "allgather":

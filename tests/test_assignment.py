@@ -21,7 +21,7 @@ def test_build_writes_stubs_and_no_reference_answer(tmp_path):
         assert all(not c.get("outputs") for c in nb["cells"])
         assert source.is_stub(source.notebook_answer(str(out / e.notebook), e.function), e.function)
     assert build.leaks(str(out)) == []
-    assert {"ch6", "ch7"} <= {e.chapter for e in EXERCISES}             # every chapter's exercise is graded
+    assert {"ch6", "ch7", "ch8"} <= {e.chapter for e in EXERCISES}      # every chapter's exercise is graded
     # the leak detector is not vacuous: every reference answer, copied in, is found
     shutil.copyfile(os.path.join(SOLUTIONS, "ch2_ring.py"), out / "exercises" / "ch2_ring.py")
     shutil.copyfile(os.path.join(SOLUTIONS, "ch3_ssp_wait.py"), out / "notes.txt")
@@ -134,6 +134,33 @@ def test_ch7_stub_fails_and_the_reference_passes_a_hidden_variant():
         ring = lambda n: 2 * (ranks - 1) * latency + 2 * (ranks - 1) / ranks * n / bandwidth
         return max([compute_s] + [r + ring(n) for n, r in zip(bucket_bytes, ready_s)]) + optimizer_s
     assert not variants.run_check("ch7", no_wait, seed=4).passed
+
+
+def test_ch8_design_stub_fails_the_reference_passes_and_the_starting_design_does_not():
+    from netlab.exercises.ch8_capstone import capstone_design as stub
+    ref = _reference("ch8_capstone").capstone_design
+    assert variants.draw("ch8", 5) == ({}, {})                        # one cluster: no hidden variant
+    assert variants.run_check("ch8", ref, seed=5).passed
+    result = variants.run_check("ch8", stub, seed=5)
+    assert not result.passed and "not implemented" in result.message
+    start = lambda: {"algo": "ring", "compression": "none", "bucket": "1MB", "placement": "scattered",  # noqa: E731
+                     "overlap": True}                                  # the notebook's starting design
+    assert not variants.run_check("ch8", start).passed
+    assert "keys" in variants.run_check("ch8", lambda: {"algo": "ring"}).message
+
+
+@pytest.mark.slow
+def test_grading_takes_a_design_from_the_notebook_or_the_file(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "alice" / "exercises").mkdir(parents=True)
+    shutil.copyfile(os.path.join(SOLUTIONS, "ch8_capstone.py"), subs / "alice" / "exercises" / "ch8_capstone.py")
+    (subs / "bob").mkdir()
+    nb = BY_CHAPTER["ch8"].notebook
+    shutil.copyfile(os.path.join(build.LABS, nb), subs / "bob" / nb)                  # the stub, unchanged
+    grades = {g.student: g for g in grade_all(str(subs), seed=2, chapters=["ch8"], time_limit_s=60)}
+    assert grades["alice"].passed and grades["alice"].points == 10
+    assert not grades["bob"].passed and "not implemented" in grades["bob"].message
+    assert grades["bob"].answer == nb
 
 
 BAD = {

@@ -40,6 +40,11 @@ def ours_vs_torch(comm, collective, algo, n, dtype, root, seed):
         parts = [torch.empty_like(x) for _ in range(p)]
         dist.all_gather(parts, x, group=grp)
         ref, ours = torch.cat(parts), C.all_gather(comm, x, algo=algo)
+    elif collective == "alltoall":                             # p blocks of n: torch's all_to_all_single
+        x = torch.randint(-8, 9, (p * n,), generator=g).to(dtype)
+        ref = torch.empty_like(x)
+        dist.all_to_all_single(ref, x, group=grp)
+        ours = C.all_to_all(comm, x, algo=algo)
     else:
         full = x.clone()
         dist.all_reduce(full, group=grp)                       # gloo has no uneven reduce_scatter

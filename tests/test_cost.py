@@ -7,7 +7,8 @@ import netlab
 from netlab import cluster, collectives as C, cost
 
 CALL = {"allreduce": C.allreduce, "broadcast": C.broadcast, "reduce": C.reduce,
-        "allgather": C.all_gather, "reduce_scatter": C.reduce_scatter}
+        "allgather": C.all_gather, "reduce_scatter": C.reduce_scatter, "alltoall": C.all_to_all}
+WHOLE = ("allgather", "alltoall")      # S made of p equal parts (nccl-tests' S is the whole)
 SIZES = [1 << 10, 64 << 10, 4 << 20, 256 << 20]            # 1 KiB .. 256 MiB (nccl-tests' S)
 
 
@@ -20,7 +21,8 @@ def sweep(comm, collective, algo, sizes, options):
     """Size-only runs (no payload: the clock is identical, see test_virtual_time): one time per size."""
     out = []
     for nbytes in sizes:
-        count = nbytes // 4 // (comm.world_size if collective == "allgather" else 1)
+        p = comm.world_size
+        count = nbytes // 4 // p * (p if collective == "alltoall" else 1) if collective in WHOLE else nbytes // 4
         start = comm.now()
         CALL[collective](comm, None, algo=algo, count=count, **options)
         out.append(comm.now() - start)
@@ -45,7 +47,7 @@ def test_virtual_time_matches_the_formula_within_one_percent(collective, algo):
     for p in worlds:
         net = netlab.network("100Gbit/s", "5us", ranks_per_host=2 if hierarchical else 1, intra_preset="NVLink3")
         for nbytes, t in zip(SIZES, measured(collective, algo, p, net)):
-            s = nbytes // 4 // (p if collective == "allgather" else 1) * 4 * (p if collective == "allgather" else 1)
+            s = nbytes // 4 // (p if collective in WHOLE else 1) * 4 * (p if collective in WHOLE else 1)
             predicted = cost.time(collective, algo, p, s, net)
             assert t == pytest.approx(predicted, rel=0.01), f"p={p} S={s}: measured {t}, formula {predicted}"
 

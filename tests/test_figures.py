@@ -81,3 +81,23 @@ def test_a_panel_redrawing_into_its_kept_figure_draws_what_a_fresh_figure_draws(
     assert again == png_bytes(fresh.render(bandwidth="100Gbit/s", **settings)[1], 100, False)
     (ax,) = kept._figures[3][1].figure.axes
     assert len(ax.collections) == len(fresh._figures[3][1].collections) and len(ax.texts) <= 2
+
+
+def test_capstone_curves_never_share_a_look_and_the_bisection_bars_draw_every_row():
+    """Chapter 8's scaling figure once drew both curves in the ring's colour and marker: every curve
+    (and the published star) is now told apart by colour and by marker in its legend."""
+    from matplotlib.figure import Figure
+    from netlab.figures.capstone import scaling
+    from netlab.figures.codesign import bisection_bars
+    fig = Figure()
+    scaling(fig, {f"curve {i}": ([4, 8, 16], [1.0, 0.9 - i / 10, 0.8 - i / 10]) for i in range(4)},
+            [(16, 0.7, "published")])
+    handles = fig.axes[0].get_legend().legend_handles
+    looks = [(h.get_color(), h.get_marker()) for h in handles]
+    assert len({c for c, _ in looks}) == len(looks) and len({m for _, m in looks}) == len(looks)
+    rows = [{"pattern": p, "ratio": r, "time_s": t, "formula_s": t, "slowdown": t / base, "ranks": 16,
+             "bytes": 1 << 20} for p, base in (("ring all-reduce", 1.0), ("all-to-all", 0.5))
+            for r, t in ((1, base), (4, base * (1 if p.startswith("ring") else 3.5)))]
+    fig = Figure()
+    bisection_bars(fig, rows)
+    assert len(fig.axes[0].patches) == 4 and len(fig.axes[0].texts) == 4

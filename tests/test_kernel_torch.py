@@ -50,14 +50,18 @@ CALLS = {
     "06_congestion_control.ipynb":
         'r = step_jitter(transports=("dctcp",), ranks=2, steps=2)\n'
         'assert len(r["dctcp"]["times"]) == 2',
-    "07_observability_and_codesign.ipynb":
+    "07_observability.ipynb":
         'from netlab import buckets as _b\n'
         'prof = _b.backward_profile(64, 2, 16)\n'
         'assert prof.total_flops > prof.forward_flops > 0 and sorted(prof.order) == list(range(len(prof.order)))\n'
-        'runs = {m: measure(m, bandwidth="10Gbit/s", ranks=2, width=64, layers=2, batch=16, micro_batches=2) for m in MODES}\n'
-        'assert all(r.step_s > 0 for r in runs.values())\n'
         'panel = Ch7Panel(ranks=2)\n'
         'assert panel.samples > 0',
+    "08_codesign_and_parallelism.ipynb":
+        'runs = {m: measure(m, bandwidth="10Gbit/s", ranks=2, width=64, layers=2, batch=16, micro_batches=2) for m in MODES}\n'
+        'assert all(r.step_s > 0 for r in runs.values())\n'
+        'assert bench("alltoall", "pairwise", 2, [4096], network("10Gbit/s", "5us"), check=True)[0]["check"] == "ok"\n'
+        'panel = Ch8Panel(hosts=8)\n'
+        'assert panel.error is None and panel.last["chosen"]["time_s"] > 0',
 }
 
 

@@ -25,7 +25,7 @@ def test_export_marks_answers_and_tests(tmp_path):
         assert meta["grade"] and meta["locked"] and meta["points"] == e.points
         assert f"netlab.check.{e.check}(" in tests["source"] and "seed=17" in tests["source"]
         assert "### BEGIN HIDDEN TESTS" in tests["source"]
-    assert {"exercise_ch6.ipynb", "exercise_ch7.ipynb"} <= set(os.listdir(folder))       # chapters 6 and 7 too
+    assert {"exercise_ch6.ipynb", "exercise_ch7.ipynb", "exercise_ch8.ipynb"} <= set(os.listdir(folder))
 
 
 def _nbgrader():

@@ -114,7 +114,7 @@ def test_numeric_why_is_revealed_only_after_locking(tmp_path):
 CHAPTERS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "labs", "0*.ipynb")))
 
 
-@pytest.mark.parametrize("name", [f"ch{n}" for n in range(1, 8)] + ["ch7_ina", "ch7_bytes", "ch7_fastest"])
+@pytest.mark.parametrize("name", [f"ch{n}" for n in range(1, 9)] + ["ch8_ina", "ch8_bytes", "ch8_fastest"])
 def test_chapter_explanations_are_hidden_until_the_answer_is_locked(tmp_path, name):
     from netlab.ui import questions
     q = getattr(questions, name)(path=str(tmp_path / "p.json"))
@@ -133,7 +133,7 @@ def test_chapter_explanations_are_hidden_until_the_answer_is_locked(tmp_path, na
 
 
 def test_no_chapter_keeps_the_answer_below_its_question():
-    assert len(CHAPTERS) == 7
+    assert len(CHAPTERS) == 8
     for path in CHAPTERS:
         nb = nbformat.read(path, as_version=4)
         n = int(os.path.basename(path)[:2])
@@ -188,20 +188,25 @@ def ch3_model_bytes():
 
 
 @pytest.mark.slow
-def test_chapter_7_co_design_questions_judge_what_their_sections_show(tmp_path):
+def test_chapter_8_co_design_questions_judge_what_their_sections_show(tmp_path):
     """The switch takes about half the ring's time at p = 64 (from the closed forms, which the chapter
-    checks against real ranks); the pipeline sends the fewest bytes and is fastest at 1 Gbit/s (real ranks)."""
+    checks against real ranks); the pipeline sends the fewest bytes and is fastest at 1 Gbit/s (real ranks);
+    at 4:1 the ring all-reduce keeps its time and the all-to-all slows several times (the flow simulator)."""
     from netlab import cost
     from netlab.net.network import network
     from netlab.ui import questions
     path = str(tmp_path / "p.json")
-    ina, sent, fastest = questions.ch7_ina(path=path), questions.ch7_bytes(path=path), questions.ch7_fastest(path=path)
+    ina, sent, fastest = questions.ch8_ina(path=path), questions.ch8_bytes(path=path), questions.ch8_fastest(path=path)
+    a2a = questions.ch8(path=path)
     nic = network("100Gbit/s", "5us").nic
     ratio = cost.ring_allreduce(64, 64 << 20, nic) / cost.ina_allreduce(64, 64 << 20, nic, chunks=16)
-    for q in (ina, sent, fastest):
+    for q in (ina, sent, fastest, a2a):
         q.choice.value = 0
     assert ina.lock()["right"] == (1 if 1.5 < ratio < 2.5 else 0)
     b = sent.lock()["measured"]["value"]
     assert sent.entry["right"] == ["dp", "tp", "pp"].index(min(b, key=b.get)) == 2
     t = fastest.lock()["measured"]["value"]
     assert fastest.entry["right"] == ["dp", "tp", "pp"].index(min(t, key=t.get)) == 2
+    ring, alltoall = a2a.lock()["measured"]["value"]
+    # k = 8: four ranks under an edge, one ring flow leaves it and gets 4 x B/4 = B; 124 of 128 blocks leave
+    assert ring == pytest.approx(1.0) and 3 < alltoall < 4 * 124 / 127 and a2a.entry["right"] == 1

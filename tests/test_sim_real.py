@@ -43,7 +43,7 @@ def test_hosts_with_a_fast_intra_link_and_a_nic(algo, gamma):
             assert set(kinds) == {"intra", "nic"}                       # both classes set the pace somewhere
 
 
-@pytest.mark.parametrize("collective", ["broadcast", "reduce", "allgather", "reduce_scatter"])
+@pytest.mark.parametrize("collective", ["broadcast", "reduce", "allgather", "reduce_scatter", "alltoall"])
 def test_other_collectives(collective):
     net = netlab.network("25Gbit/s", "10us")
     for algo in collectives.ALGORITHMS[collective]:

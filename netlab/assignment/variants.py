@@ -11,7 +11,9 @@ ch3, ch4, ch5 and ch6 keep their cases in module constants (or functions); the g
 in the grading subprocess only (``patch``), never in the instructor's own process. ch6's variant also
 draws the fabric run whose windows the answer replays (flows, link speed, marking threshold, seed);
 its expected alphas are the fabric's own DCTCP sender's. ch7 draws the networks and bucket sizes of
-the steps measured on real ranks.
+the steps measured on real ranks. ch8 (the capstone's design) has no variant: the design is judged on
+the one cluster the chapter states, and the check prints the efficiency a design reaches, so a
+copied design passes; grade the design's justification if that matters.
 """
 from __future__ import annotations
 
@@ -126,7 +128,9 @@ def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
         return {}, {"netlab.check.ch5._cases": _ch5_cases(rng.randint(0, 10**6))}
     if chapter == "ch6":
         return {}, _ch6(rng)
-    return _ch7(rng), {}
+    if chapter == "ch7":
+        return _ch7(rng), {}
+    return {}, {}                                   # ch8: one cluster (see the module docstring)
 
 
 def apply(patches: dict) -> None:

@@ -22,7 +22,7 @@ COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(pa
     "assignment": "hand out the chapters' exercises: a student version, or an nbgrader course",
     "grade": "grade a folder of submissions on real ranks, each answer sandboxed (CSV and JSON)",
     "analyze": "where a traced step's time went: breakdown, overlap, straggler, NIC utilisation (chapter 7)",
-    "parallel": "data, tensor or pipeline parallelism: bytes per step and step time on real ranks (chapter 7)",
+    "parallel": "data, tensor or pipeline parallelism: bytes per step and step time on real ranks (chapter 8)",
 }
 
 

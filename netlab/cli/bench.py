@@ -3,6 +3,7 @@
     python -m netlab bench allreduce --ranks 8 --algo ring --bandwidth 100Gbit/s --latency 5us --sizes 1K:256M
     python -m netlab bench allgather --ranks 6 --algo all --preset 25GbE --check
     python -m netlab bench allreduce --ranks 8 --algo ina --chunks 16 --bandwidth 100Gbit/s   # through a switch rank
+    python -m netlab bench alltoall --ranks 8 --algo all --bandwidth 100Gbit/s --check      # expert parallelism
     python -m netlab bench allreduce --ranks 4 --algo ring --sizes 1M,16M          # wall clock, loopback
     torchrun --nnodes 2 --nproc-per-node 8 ... -m netlab bench allreduce --algo all  # a real cluster
 """
@@ -14,14 +15,16 @@ from ..net.presets import LINKS
 from ..units import parse_size_range
 from . import emit
 
-COLLECTIVES = ["allreduce", "broadcast", "reduce", "allgather", "reduce_scatter"]
+COLLECTIVES = ["allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall"]
+DEFAULT_ALGO = {"broadcast": "tree", "reduce": "tree", "alltoall": "pairwise"}     # others: ring
 
 
 def add_parser(p) -> None:
     p.add_argument("collective", choices=COLLECTIVES, help="which collective")
     p.add_argument("--algo", default=None,
                    help="algorithm, 'all', 'torch' (torch's own, wall clock only), or 'ina' (all-reduce through a "
-                        "switch rank, emulated network only); default: ring, tree for broadcast/reduce")
+                        "switch rank, emulated network only); default: ring, tree for broadcast/reduce, "
+                        "pairwise for alltoall")
     p.add_argument("--chunks", type=int, default=None,
                    help="--algo ina: chunks pipelined through the switch (default 16)")
     p.add_argument("--ranks", type=int, default=None, help="ranks, 1-16 (default 8; torchrun's under torchrun)")
@@ -99,7 +102,7 @@ def main(args) -> int:
                       intra_preset=args.intra_preset)
     if args.algo == "ina" or args.chunks is not None:
         return _ina(args, ranks, sizes, net)
-    default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
+    default = DEFAULT_ALGO.get(args.collective, "ring")
     algos = [default if args.algo is None else args.algo]
     if algos == ["all"]:
         algos = [a for a in collectives.ALGORITHMS[args.collective]

@@ -49,11 +49,13 @@ COLLECTIVES = ["allreduce", "broadcast", "reduce", "allgather", "reduce_scatter"
 
 
 def add_parser(p) -> None:
-    p.add_argument("collective", choices=COLLECTIVES, help="a collective, or a traffic pattern (ps, alltoall)")
+    p.add_argument("collective", choices=COLLECTIVES, help="a collective (alltoall: expert parallelism's), or the "
+                                                           "parameter server's traffic (ps)")
     p.add_argument("--topology", default="fattree:8",
                    help="fattree:K, spineleaf:LEAVES:SPINES:RATIO, star, ring, torus[:XxY] (default fattree:8)")
     p.add_argument("--ranks", type=int, default=None, help="simulated ranks (default: every accelerator)")
-    p.add_argument("--algo", default=None, help="algorithm (default ring; tree for broadcast/reduce)")
+    p.add_argument("--algo", default=None, help="algorithm (default ring; tree for broadcast/reduce; concurrent, "
+                                                "all blocks at once, for alltoall)")
     p.add_argument("--size", default="64M", help="S, the collective's buffer, e.g. 64M, 1GB (default 64M)")
     p.add_argument("--placement", default="ordered", help="ordered (topology-aware) or shuffled")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled placement and of the ECMP hash")
@@ -90,7 +92,7 @@ def main(args) -> int:
     from ..net import fabrics
     from ..net.network import Link
     from ..net.topology import Host
-    from ..sim.traffic import all_to_all, parameter_server
+    from ..sim.traffic import parameter_server
     nbytes = parse_bytes(args.size, "size")
     if args.ranks is not None:
         validate.whole(args.ranks, "ranks", 1)
@@ -106,17 +108,17 @@ def main(args) -> int:
     ranks = args.ranks or topo.size
     simulator = sim.Simulator(topo, ranks, args.placement, args.routing, args.seed)
     formula = None
-    if args.collective in ("ps", "alltoall"):
+    if args.collective == "ps":
         validate.whole(args.servers, "servers", 1, ranks - 1 if ranks > 1 else 1)
         count = max(1, nbytes // 4)
-        steps = parameter_server(ranks, count, args.servers) if args.collective == "ps" else all_to_all(ranks, count)
-        name = f"ps:{args.servers}" if args.collective == "ps" else "alltoall"
-        result = simulator.run(steps, 4, "allreduce" if args.collective == "ps" else "allgather", name, count * 4)
+        result = simulator.run(parameter_server(ranks, count, args.servers), 4, "allreduce", f"ps:{args.servers}",
+                               count * 4)
     else:
-        default = "tree" if args.collective in ("broadcast", "reduce") else "ring"
+        default = {"broadcast": "tree", "reduce": "tree", "alltoall": "concurrent"}.get(args.collective, "ring")
         collective, algo = collectives.resolve(args.collective, default if args.algo is None else args.algo)
         result = sim.simulate(topo, collective, algo, nbytes, ranks, simulator=simulator)
-        if not algo.startswith("hierarchical") or ranks % topo.accelerators_per_host == 0:
+        one_per_host = collective != "alltoall" or topo.accelerators_per_host == 1   # its formula: one rank per host
+        if (not algo.startswith("hierarchical") or ranks % topo.accelerators_per_host == 0) and one_per_host:
             formula = cost.time(collective, algo, ranks, result.nbytes, topo.network())
     row = result.summary()
     row["formula_s"] = formula

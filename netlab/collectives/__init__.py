@@ -3,6 +3,7 @@
     from netlab import collectives
     collectives.allreduce(comm, grad, algo="ring")            # in place, on every rank
     out = collectives.all_gather(comm, shard, algo="recursive_doubling")
+    out = collectives.all_to_all(comm, tokens, algo="pairwise")   # block j to rank j (expert parallelism)
 
 ``ALGORITHMS[collective][algo]`` is the schedule generator ``(p, count, **options) -> steps``;
 the cost model (``netlab.cost``) and the simulator use the same table.
@@ -16,7 +17,7 @@ from functools import partial
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from . import hierarchical, naive, recursive, ring, tree
+from . import alltoall, hierarchical, naive, recursive, ring, tree
 from .schedule import Step, chunk_bounds, execute, rank_plan
 
 ALGORITHMS = {
@@ -38,10 +39,12 @@ ALGORITHMS = {
     "allgather": {"ring": partial(ring.all_gather, owner_shift=0), "recursive_doubling": recursive.all_gather_doubling},
     "reduce_scatter": {"ring": partial(ring.reduce_scatter, owner_shift=0),
                        "recursive_halving": recursive.reduce_scatter_halving},
+    "alltoall": {"pairwise": alltoall.pairwise, "concurrent": alltoall.concurrent},
 }
 ALIASES = {"rd": "recursive_doubling", "hd": "halving_doubling", "rabenseifner": "halving_doubling",
            "rh": "recursive_halving", "binomial": "tree", "hier": "hierarchical", "rail": "hierarchical_rail",
-           "all_gather": "allgather", "all_reduce": "allreduce", "reducescatter": "reduce_scatter"}
+           "all_gather": "allgather", "all_reduce": "allreduce", "reducescatter": "reduce_scatter",
+           "all_to_all": "alltoall", "a2a": "alltoall"}
 
 
 def resolve_collective(collective: str) -> str:
@@ -169,21 +172,53 @@ def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, d
     return buf[o:o + n].clone()
 
 
+def all_to_all(comm, tensor, algo: str = "pairwise", count: int | None = None, dtype=None):
+    """Block j of `tensor` (p equal blocks) to rank j; returns a new tensor whose block r came from rank r.
+
+    As ``torch.distributed.all_to_all_single(out, tensor)`` with even splits. ``tensor=None, count=n``
+    runs size-only (virtual time only; n elements in all, p blocks) and returns None.
+    """
+    _, algo = resolve("alltoall", algo)
+    p = comm.world_size
+    flat = _flat(tensor)
+    if flat is not None:
+        count, element_size = flat.numel(), flat.element_size()
+    elif count is None:
+        raise ValueError("count: give a tensor, or count= for a size-only run")
+    else:
+        element_size = torch.empty(0, dtype=torch.float32 if dtype is None else dtype).element_size()
+    if count % p:
+        raise ValueError(f"tensor: an all-to-all needs {p} equal blocks, and {count} elements do not split into {p}")
+    if comm.network is not None and comm.network.ranks_per_host > 1:
+        raise ValueError("network: the all-to-all runs on one rank per host (ranks_per_host=1)")
+    m = count // p
+    out = None
+    if flat is not None:
+        out = torch.empty_like(flat)
+        out[comm.rank * m:(comm.rank + 1) * m] = flat[comm.rank * m:(comm.rank + 1) * m]   # its own block stays
+    if p > 1:
+        plan = _plan("alltoall", algo, p, count, comm.rank, ())
+        with comm.region(f"alltoall:{algo}"):
+            alltoall.execute(comm, flat, out, plan, element_size)
+    return None if out is None else out.view(tensor.shape)
+
+
 CALLS = {"allreduce": allreduce, "broadcast": broadcast, "reduce": reduce, "allgather": all_gather,
-         "reduce_scatter": reduce_scatter}
+         "reduce_scatter": reduce_scatter, "alltoall": all_to_all}
 
 
 def counts(collective: str, nbytes: int, p: int, element_size: int = 4) -> tuple[int, int, int]:
     """S = `nbytes` of `collective` on p ranks in whole elements, as the bench, the simulator and the
     cost comparisons all round it: (elements each rank passes in, elements in the schedule, S used).
-    All-gather's S is the gathered result, p equal parts; every other collective's is one rank's buffer."""
-    if collective == "allgather":
-        per_rank = max(1, nbytes // (p * element_size))
-        return per_rank, per_rank * p, per_rank * p * element_size
+    All-gather's S is the gathered result, p equal parts; all-to-all's is one rank's buffer, p equal
+    blocks (nccl-tests' convention for both); every other collective's is one rank's buffer."""
+    if collective in ("allgather", "alltoall"):
+        part = max(1, nbytes // (p * element_size))
+        return part if collective == "allgather" else part * p, part * p, part * p * element_size
     count = max(1, nbytes // element_size)
     return count, count, count * element_size
 
 
 __all__ = ["ALGORITHMS", "ALIASES", "CALLS", "resolve", "resolve_collective", "schedule", "execute", "Step",
            "chunk_bounds", "counts", "allreduce", "broadcast", "reduce", "all_gather", "all_gather_chunks",
-           "reduce_scatter"]
+           "reduce_scatter", "all_to_all"]

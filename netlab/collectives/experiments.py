@@ -27,6 +27,8 @@ def _example(comm, collective, algo, n):
         before = x[:1].tolist()
     elif collective == "reduce_scatter":
         after = collectives.reduce_scatter(comm, x, algo=algo)
+    elif collective == "alltoall":                                        # element j to rank j
+        after = collectives.all_to_all(comm, x, algo=algo)
     else:
         after = getattr(collectives, collective)(comm, x, algo=algo)
     return before, after.tolist()
@@ -34,7 +36,7 @@ def _example(comm, collective, algo, n):
 
 def example(collective: str, algo: str | None = None, ranks: int = 4, n: int = 4) -> list[tuple[list, list]]:
     """Run one collective on real ranks with small integers; print and return (before, after) per rank."""
-    algo = algo or ("tree" if collective in ("broadcast", "reduce") else "ring")
+    algo = algo or {"broadcast": "tree", "reduce": "tree", "alltoall": "pairwise"}.get(collective, "ring")
     res = cluster.run(_example, collective, algo, n, ranks=ranks)
     print(f"{collective} ({algo}) on {ranks} ranks")
     for r, (before, after) in enumerate(res.values):

@@ -1,8 +1,9 @@
 """The capstone's figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
 
-``scaling``: predicted scaling efficiency against the number of devices, one line per set of choices
-(solid, dashed, dotted, ... in the ring's colour of ``figures.common``), with published results as stars. Left out: error
-bars (the prediction is a closed form; its assumptions are stated in ``netlab.capstone``).
+``scaling``: predicted scaling efficiency against the number of devices, one line per set of choices,
+each with its own colour, marker and line style (the first in the ring's look of ``figures.common``), with
+published results as stars. Left out: error bars (the prediction is a closed form; its assumptions are
+stated in ``netlab.capstone``).
 """
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from matplotlib.ticker import ScalarFormatter
 
 from .common import algorithm_style, log_grid
 
-STYLES = ("-", "--", ":", "-.")
+# one look per curve: colour, marker and line all differ, so two curves never share a legend entry's look
+STYLES = (algorithm_style("ring"), {"color": "#7f7f7f", "marker": "s", "linestyle": "--"},
+          {"color": "#2ca02c", "marker": "^", "linestyle": ":"}, {"color": "#9467bd", "marker": "D", "linestyle": "-."})
 
 
 def scaling(fig: Figure, curves: dict, published: list[tuple[int, float, str]] = (),
@@ -19,8 +22,7 @@ def scaling(fig: Figure, curves: dict, published: list[tuple[int, float, str]] =
     """`curves`: {label: ([devices], [efficiency])}; `published`: [(devices, efficiency, label)]."""
     ax = fig.add_subplot(1, 1, 1)
     for k, (label, (devices, eff)) in enumerate(curves.items()):
-        style = dict(algorithm_style("ring"), linestyle=STYLES[k % len(STYLES)])
-        ax.plot(devices, [e * 100 for e in eff], label=label, **style)
+        ax.plot(devices, [e * 100 for e in eff], label=label, **STYLES[k % len(STYLES)])
     for devices, eff, label in published:
         ax.plot([devices], [eff * 100], "*", color="crimson", markersize=14, label=label)
     ax.set_xscale("log", base=2)

@@ -1,9 +1,10 @@
-"""Chapter 7's co-design figures: in-network aggregation against the ring over world size (lines
-from ``netlab.cost``, markers measured on real ranks), and a job's all-reduce packed vs scattered.
+"""Chapter 8's co-design figures: in-network aggregation against the ring over world size (lines
+from ``netlab.cost``, markers measured on real ranks), a job's all-reduce packed vs scattered, and
+a ring all-reduce against an all-to-all on a fat-tree at two oversubscription ratios.
 
 Each function draws on a given matplotlib ``Figure`` (no pyplot state) and returns it. The ring
 keeps its look from chapter 2 (``common.ALGORITHMS``). Left out: the runs behind the markers and
-bars (``netlab.collectives.ina.measure``, ``netlab.sim.placement.compare``).
+bars (``netlab.collectives.ina.measure``, ``netlab.sim.placement.compare``, ``netlab.sim.alltoall.bisection``).
 """
 from __future__ import annotations
 
@@ -79,4 +80,33 @@ def placement_bars(fig, result: dict):
     ax.set_xlim(0, max(times) * scale * 1.9)
     ax.invert_yaxis()
     margins(fig, 0.9, 0.2, 0.5, 0.15)
+    return fig
+
+
+BISECTION_STYLE = {"ring all-reduce": "#1f77b4", "all-to-all": "#d62728", "all-to-all, pairwise": "#ff9896"}
+
+
+def bisection_bars(fig, rows: list[dict]):
+    """Time of each pattern at each oversubscription ratio (``netlab.sim.alltoall.bisection``'s rows):
+    bars from the flow simulator, a black tick at the closed form, the slowdown against the first ratio."""
+    ax = fig.subplots()
+    patterns = list(dict.fromkeys(r["pattern"] for r in rows))
+    ratios = list(dict.fromkeys(r["ratio"] for r in rows))
+    scale, unit = time_unit(max(r["time_s"] for r in rows))
+    width = 0.8 / len(ratios)
+    for j, ratio in enumerate(ratios):
+        for i, pattern in enumerate(patterns):
+            r = next(x for x in rows if x["pattern"] == pattern and x["ratio"] == ratio)
+            x = i + (j - (len(ratios) - 1) / 2) * width
+            ax.bar(x, r["time_s"] * scale, width * 0.92, color=BISECTION_STYLE.get(pattern, "#777777"),
+                   alpha=1.0 if j else 0.45, edgecolor="black", linewidth=0.5)
+            ax.plot([x - width * 0.4, x + width * 0.4], [r["formula_s"] * scale] * 2, color="black", linewidth=1.5)
+            ax.annotate(f"{ratio:g}:1\n{r['slowdown']:.2f}x", xy=(x, r["time_s"] * scale), ha="center",
+                        va="bottom", fontsize=8)
+    ax.set_xticks(range(len(patterns)), patterns)
+    ax.set_ylabel(f"time ({unit}), flow simulator")
+    ax.set_ylim(0, max(r["time_s"] for r in rows) * scale * 1.25)
+    ax.set_title(f"{rows[0]['ranks']} hosts, S = {fmt_bytes(rows[0]['bytes'])} per rank; pale 1:1, dark "
+                 f"{ratios[-1]:g}:1 at the edge; black tick: closed form", fontsize=9)
+    margins(fig, 0.8, 0.2, 0.45, 0.35)
     return fig

@@ -1,4 +1,4 @@
-"""Chapter 7's model-parallelism figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
+"""Chapter 8's model-parallelism figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
 
 ``step_time_vs_bandwidth``: one step of data, tensor and pipeline parallelism against the network's
 bandwidth (left, every point a run) and the bytes each sends per step (right). Left out: running

@@ -3,6 +3,7 @@
     fat_tree(16)                                    # 1,024 hosts, 320 switches, 100GbE everywhere
     spine_leaf(leaves=8, spines=4, ratio=4, ports_per_leaf=16)      # 4:1 oversubscribed leaves
     fat_tree(16, host=Host(8, nics=8, rail=True))   # 128 servers of 8 accelerators, rail-optimized
+    oversubscribed_fat_tree(8, ratio=4)             # edge uplinks at B/4: 4:1 at the top of the rack
     torus(8, 8)                                     # accelerators wired directly, 4 links each
 
 * Fat-tree (Al-Fares, Loukissas & Vahdat, SIGCOMM 2008): k pods of k/2 edge and k/2 aggregation
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+
+import numpy as np
 
 from .. import validate
 from .network import Link, Network
@@ -92,6 +95,31 @@ def fat_tree(k: int, nic="100GbE", host: Host | None = None, hosts: int | None =
                     nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
                     description=f"k={k} fat-tree ({k ** 3 // 4} ports, {len(core) + k * k} switches), "
                                 f"{n_hosts} hosts, {host.describe()}, links {nic.describe()}")
+
+
+def oversubscribed_fat_tree(k: int, ratio: float, nic="100GbE", host: Host | None = None, hosts: int | None = None,
+                            hop_latency: float = 0.0) -> Topology:
+    """A k-ary fat-tree whose edge switches are oversubscribed `ratio` : 1 (带宽收敛比): each of an edge
+    switch's k/2 uplinks to its pod's aggregation switches runs at B / ratio, so its k/2 host ports of
+    B share (k/2) B / ratio of uplink. Aggregation-to-core links keep B. ``ratio=1`` is ``fat_tree(k)``.
+    (The same edge capacity as k/2 uplinks of B under ratio * k/2 hosts; the k-ary shape keeps the
+    paths of ``fat_tree``.)"""
+    validate.positive(ratio, "ratio")                   # oversubscription ratio:1
+    topo = fat_tree(k, nic, host, hosts, hop_latency)
+    if ratio == 1:
+        return topo
+    labels = topo.labels
+    up = np.array([(labels[a].startswith("edge") and labels[b].startswith("agg")) or
+                   (labels[a].startswith("agg") and labels[b].startswith("edge"))
+                   for a, b in zip(topo.link_src, topo.link_dst)])
+    topo.capacity[up] /= ratio
+    for a, b, data in topo.graph.edges(data=True):
+        if up[data["id"]]:
+            data["capacity"] = float(topo.capacity[data["id"]])
+    topo.name = f"fattree:{k}:{ratio:g}"
+    topo.description = topo.description.replace(f"k={k} fat-tree", f"k={k} fat-tree, edge {ratio:g}:1 oversubscribed",
+                                                1)
+    return topo
 
 
 def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int = 16, nic="100GbE",

@@ -189,8 +189,8 @@ def ch7(path=None) -> Prediction:
         ], correct=correct, path=path)
 
 
-def ch7_ina(path=None) -> Prediction:
-    """Chapter 7, section 6: the switch's all-reduce against the ring's at large p (closed forms, both
+def ch8_ina(path=None) -> Prediction:
+    """Chapter 8, section 1: the switch's all-reduce against the ring's at large p (closed forms, both
     checked against real ranks in the chapter's next cell)."""
     def measure():
         from .. import cost
@@ -205,7 +205,7 @@ def ch7_ina(path=None) -> Prediction:
         ratio = m["value"]
         return 2 if ratio > m["p"] / 2 else 1 if 1.5 < ratio < 2.5 else 0
     return Prediction(
-        "ch7-in-network", "For a large S on 64 workers, the switch's all-reduce time compared with the ring's "
+        "ch8-in-network", "For a large S on 64 workers, the switch's all-reduce time compared with the ring's "
         "is...", measure, options=[
             ("about the same", "the ring sends 2(p-1)/p of S each way, nearly 2S at large p; each worker sends S "
                                "to the switch once"),
@@ -234,11 +234,11 @@ def _least_of_three(bandwidth: str, field: str, label: str, fmt):
     return measure, correct
 
 
-def ch7_bytes(path=None) -> Prediction:
-    """Chapter 7, section 7: which of data, tensor and pipeline parallelism sends the fewest bytes."""
+def ch8_bytes(path=None) -> Prediction:
+    """Chapter 8, section 3: which of data, tensor and pipeline parallelism sends the fewest bytes."""
     measure, correct = _least_of_three("10Gbit/s", "bytes_per_step", "bytes per step", lambda b: f"{b / 1e6:.2f} MB")
     return Prediction(
-        "ch7-parallel-bytes", "Data (dp), tensor (tp) or pipeline (pp) parallelism, on the chapter's MLP with a "
+        "ch8-parallel-bytes", "Data (dp), tensor (tp) or pipeline (pp) parallelism, on the chapter's MLP with a "
         "global batch of 256 on 4 ranks: which sends the fewest bytes per step?", measure, options=[
             ("data parallelism", "it all-reduces every gradient, 0.87 MB, once per step: the most of the three"),
             ("tensor parallelism", "it all-reduces the activations of every layer pair, forward and backward: "
@@ -253,11 +253,11 @@ def ch7_bytes(path=None) -> Prediction:
         ], correct=correct, path=path)
 
 
-def ch7_fastest(path=None) -> Prediction:
-    """Chapter 7, section 7: which of the three has the fastest step on a slow (1 Gbit/s) network."""
+def ch8_fastest(path=None) -> Prediction:
+    """Chapter 8, section 3: which of the three has the fastest step on a slow (1 Gbit/s) network."""
     measure, correct = _least_of_three("1Gbit/s", "step_s", "step at 1 Gbit/s", lambda t: f"{t * 1e3:.3f} ms")
     return Prediction(
-        "ch7-parallel-fastest", "On a 1 Gbit/s network (same model, batch and ranks), whose step is fastest?",
+        "ch8-parallel-fastest", "On a 1 Gbit/s network (same model, batch and ranks), whose step is fastest?",
         measure, options=[
             ("data parallelism", "its one all-reduce of all the gradients is the most bytes of the three: on a "
                                  "slow network the step is mostly that transfer"),
@@ -270,4 +270,40 @@ def ch7_fastest(path=None) -> Prediction:
              "about the network: tensor parallelism's traffic grows with batch x layers, so it is kept inside a "
              "server on the fastest links (NVLink); the pipeline sends only the activations at its cuts, so it "
              "can span the slower links between servers; data parallelism's grows with the parameters alone."),
+        ], correct=correct, path=path)
+
+
+def ch8(path=None) -> Prediction:
+    """Chapter 8, section 4: a ring all-reduce and an all-to-all on a fat-tree oversubscribed 4:1 at the
+    edge, against 1:1 (the flow simulator; the chapter's next cell prints the same runs)."""
+    def measure():
+        from ..sim import alltoall
+        rows = alltoall.bisection(k=8, ratios=(1, 4), nbytes=64 << 20)
+        slow = {r["pattern"]: r["slowdown"] for r in rows if r["ratio"] == 4}
+        return {"value": [slow["ring all-reduce"], slow["all-to-all"]],
+                "text": f"k = 8 fat-tree, 128 hosts, 64 MiB per rank, 4:1 at the edge against 1:1: ring all-reduce "
+                        f"x{slow['ring all-reduce']:.2f}, all-to-all x{slow['all-to-all']:.2f}"}
+
+    def correct(m):
+        ring, a2a = m["value"]
+        return 1 if ring < 1.1 and a2a > 2 else 0 if ring > 2 and a2a > 2 else 2
+    return Prediction(
+        "ch8-alltoall-bisection", "A k = 8 fat-tree (128 hosts, 4 under each edge switch) has its edge switches' "
+        "uplinks cut to a quarter (4:1). Compared with 1:1, a ring all-reduce and an all-to-all of 64 MiB per rank "
+        "get...", measure, options=[
+            ("both about 4x slower", "a ring's neighbours sit under the same edge switch: of an edge's four ranks "
+                                     "only one sends out of it, and four uplinks of B/4 still carry that one flow "
+                                     "at B"),
+            ("the ring about as fast, the all-to-all several times slower", "the measurement says otherwise",
+             "What matters is how many bytes leave the edge switch. In a ring in topology order, three of an edge's "
+             "four ranks send to a neighbour under the same switch; one flow leaves, and the uplinks (4 x B/4 = B "
+             "at 4:1) carry it at full speed, so nothing changes until the ratio passes 4. In an all-to-all every "
+             "rank sends 124 of its 128 blocks to ranks under other switches: 97 % of its bytes go up through "
+             "uplinks that now carry a quarter of what the hosts can send, so it takes close to four times as long "
+             "(the latency terms, which do not grow, keep it a little under). This is the bisection bandwidth an "
+             "oversubscription ratio takes away, and why expert parallelism needs it and data parallelism does not."),
+            ("both about the same: each rank's NIC is the limit", "at 1:1 the NIC is the limit; at 4:1 the uplinks "
+                                                                 "of an edge switch carry less than its four NICs "
+                                                                 "send, and only the pattern decides whether that "
+                                                                 "matters"),
         ], correct=correct, path=path)
