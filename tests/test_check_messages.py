@@ -19,7 +19,7 @@ def _ring_terms(compute_s, grad_bytes, ranks, bandwidth, latency):
 EX1_MISTAKES = [
     (lambda *a: 1e3 * right(*a), "not milliseconds"),
     (lambda *a: (lambda c, lat, bw: c + lat + 8 * bw)(*_ring_terms(*a)), "do not convert to bits"),
-    (lambda *a: (lambda c, lat, bw: c + lat / 2 + bw / 2)(*_ring_terms(*a)), "all-gather phase is missing"),
+    (lambda *a: (lambda c, lat, bw: c + lat / 2 + bw / 2)(*_ring_terms(*a)), "one phase"),
     (lambda *a: (lambda c, lat, bw: c + bw)(*_ring_terms(*a)), "latency term is missing"),
     (lambda c, g, p, b, a: right(c, g, p, b, a) if p > 1 else c + g / b, "one node"),
 ]

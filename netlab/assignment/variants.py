@@ -26,11 +26,20 @@ NETWORKS = [("1Gbit/s", "50us"), ("10Gbit/s", "5us"), ("25Gbit/s", "10us"), ("10
 
 
 def _ch1(rng):
-    cases = []
-    for ranks in rng.sample(range(2, 9), 4):
-        bw, lat = rng.choice(NETWORKS)
-        cases.append((ranks, bw, lat, rng.choice([128, 256, 384, 512, 768, 1024])))
+    """One node, then four drawn cases in which compute, latency and bytes each make at least
+    ``ch1.TERM_SHARE`` of the step (as in the public cases), so no term can be left out unseen."""
+    from ..check import ch1
+    cases = [(1, *rng.choice(NETWORKS), rng.choice([64, 128, 256]))]
+    for ranks in rng.sample(range(3, 9), 4):
+        while True:
+            case = (ranks, *rng.choice(NETWORKS + LATENCY_HEAVY), rng.choice([64, 96, 128, 192, 256, 384]))
+            if min(ch1.shares(case)) >= 2 * ch1.TERM_SHARE:      # estimated compute: a margin of 2x
+                break
+        cases.append(case)
     return {"cases": cases}
+
+
+LATENCY_HEAVY = [("10Gbit/s", "20us"), ("25Gbit/s", "20us"), ("100Gbit/s", "10us"), ("2.5Gbit/s", "50us")]
 
 
 def _ch2(rng):
