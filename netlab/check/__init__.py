@@ -139,6 +139,9 @@ class Guard:
 
 def own_implementation(name: str) -> str:
     """What a check says when an answer called the package's implementation."""
+    if name.startswith("torch."):
+        return (f"your answer calls {name}, torch's own collective: the exercise is to write it yourself from "
+                "comm's point-to-point calls")
     return (f"your answer calls {name}, netlab's own code for this (or code the check uses): the exercise is "
             "to write it yourself from the definition, and the check compares your function with that code")
 
