@@ -48,16 +48,19 @@ def _ch2(rng):
 
 
 def _ch3_cases(rng):
-    from ..ps.consistency import ssp_ready
+    """The public states (every reachable one with up to 4 workers) and 60 more drawn from the states SSP can
+    reach (``ch3.reachable``) with 5 to 8 workers, other clocks and bounds up to 4 or infinity."""
     from ..check import ch3
-    cases = list(ch3.CASES)                              # the boundary cases stay; more are drawn
-    for _ in range(12):
-        step, s = rng.randint(0, 12), rng.choice([0, 1, 2, 3, math.inf])
-        others = [rng.randint(max(0, step + 1 - 5), step + 1) for _ in range(rng.randint(0, 4))]
-        clocks = others + [step + 1]
+    cases = list(ch3._public())
+    while len(cases) < len(ch3._public()) + 60:
+        s = rng.choice([0, 1, 2, 3, 4, math.inf])
+        slowest, top = rng.randint(0, 20), (8 if math.isinf(s) else s + 1)
+        clocks = [slowest] + [slowest + rng.randint(0, top) for _ in range(rng.randint(4, 7))]
         rng.shuffle(clocks)
-        cases.append((step, clocks, s, ssp_ready(step, clocks, s)))
-    return cases
+        step = rng.choice(clocks) - 1
+        if ch3.reachable(step, clocks, s):
+            cases.append((step, tuple(clocks), s, ch3.reference(step, clocks, s)))
+    return lambda: cases
 
 
 def _ch5_cases(seed):
@@ -124,7 +127,7 @@ def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
     if chapter == "ch2":
         return _ch2(rng), {}
     if chapter == "ch3":
-        return {"staleness_bounds": (rng.choice([1, 2]), 3)}, {"netlab.check.ch3.CASES": _ch3_cases(rng)}
+        return {"staleness_bounds": (rng.choice([1, 2]), 3)}, {"netlab.check.ch3._cases": _ch3_cases(rng)}
     if chapter == "ch4":
         cases = [(rng.randint(5, 40), rng.choice([0.1, 0.2, 0.3]), rng.randint(0, 10**6)),
                  (rng.randint(500, 3000), rng.choice([0.01, 0.02, 0.05]), rng.randint(0, 10**6)),
