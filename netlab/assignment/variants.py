@@ -105,14 +105,18 @@ def _ch6(rng):
 # does not wait for the one before it, or no overlap at all, misses by far more than the 1 % tolerance
 SLOW_NETWORKS = [("1Gbit/s", "50us"), ("1Gbit/s", "20us"), ("2.5Gbit/s", "50us"), ("5Gbit/s", "20us"),
                  ("10Gbit/s", "50us")]
+# networks fast enough that every bucket but the last hides behind the backward pass
+FAST_NETWORKS = [("100Gbit/s", "2us"), ("200Gbit/s", "1us"), ("400Gbit/s", "1us")]
 
 
 def _ch7(rng):
-    cases = []
-    for ranks in rng.sample(range(2, 6), 3):
-        bw, lat = rng.choice(SLOW_NETWORKS)
-        cases.append((ranks, bw, lat, rng.choice([1, 20_000, 50_000, 100_000, 200_000, 400_000])))
-    return {"cases": cases}
+    """Three measured regimes, as in the public cases: communication-bound, compute-bound, and a batch of 2
+    (the optimizer about a sixth of the compute); the definition's hidden case stays."""
+    ranks = rng.sample(range(2, 6), 3)
+    caps = [1, 20_000, 50_000, 100_000, 200_000, 400_000]
+    return {"cases": [(ranks[0], *rng.choice(SLOW_NETWORKS), rng.choice(caps)),
+                      (ranks[1], *rng.choice(FAST_NETWORKS), rng.choice(caps[1:])),
+                      (ranks[2], *rng.choice(FAST_NETWORKS + SLOW_NETWORKS[3:]), rng.choice(caps[1:]), 2)]}
 
 
 def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
