@@ -15,7 +15,9 @@ which one it gets wrong and what the step is there.
 ``find_bottleneck(answer, seed=...)`` grades the "Find the bottleneck" section: the student names the
 culprit of the scenario their seed draws (``netlab.scenarios``); the truth comes from the seed alone,
 and each typical wrong answer (a victim named instead of the straggler, a slow NIC instead of a
-spine, ...) gets its own hint, none of which names the culprit.
+spine, ...) gets its own hint, none of which names the culprit. One answer per seed is graded (the
+first well-formed one, recorded): later answers for that seed get no verdict, so trying the ranks one
+by one cannot pass; a hint depends on the kind named, never on which wrong place was named.
 """
 from __future__ import annotations
 
@@ -168,7 +170,8 @@ def _answer(answer):
     if isinstance(answer, (tuple, list)) and len(answer) == 2 and isinstance(answer[0], str):
         return answer[0], answer[1]
     if isinstance(answer, dict) and "kind" in answer:
-        return answer["kind"], answer.get("leaf", answer.get("rank"))
+        first, second = ("leaf", "rank") if answer["kind"] == "spine" else ("rank", "leaf")
+        return answer["kind"], answer.get(first, answer.get(second))
     return None, None
 
 
@@ -194,10 +197,8 @@ def _judge(plan, kind, where) -> tuple[bool, str]:
             if leaf in (truth["leaf"], truth["other"]):
                 return True, (f"ranks {truth['leaf']} and {truth['other']} sit on two leaves joined by uplinks "
                               f"oversubscribed {plan.knobs['ratio']:g}:1")
-            return False, ("name the ranks of one leaf, e.g. {'kind': 'spine', 'leaf': [0, 1]}: the pairs between "
-                           "leaves are the slow ones, the pairs inside a leaf run at the NIC's speed")
-        if not isinstance(where, numbers.Integral) or isinstance(where, bool):
-            return False, f"right kind; now name the rank too: {{'kind': {kind!r}, 'rank': ...}}"
+            return False, ("right kind, wrong leaf: the pairs between leaves are the slow ones, the pairs inside a "
+                           "leaf run at the NIC's speed; walk the ring and change leaf at each slow hop")
         where = int(where)
         if where == truth["rank"]:
             what = {"slow_link": f"rank {where}'s NIC ran at {plan.knobs.get('fraction', 0):.0%} of the others' bandwidth",
@@ -217,8 +218,6 @@ def _judge(plan, kind, where) -> tuple[bool, str]:
                              "incoming bytes stand out",
                 "pfc_storm": "the switch paused that rank's NIC, or nothing paused it: a victim. The storm starts "
                              "at the one switch port that its own host pauses (analysis.pauses: by='host')"}[kind]
-        if kind == "hot_shard" and where not in setup.get("servers", []):
-            hint = f"rank {where} is not a parameter server here (servers: ranks {setup.get('servers')})"
         return False, f"right kind, wrong rank: {hint}"
     storm = truth["kind"] == "pfc_storm"
     hints = {
@@ -247,9 +246,90 @@ def _judge(plan, kind, where) -> tuple[bool, str]:
     return False, hints[kind]
 
 
-def find_bottleneck(answer=None, seed=0) -> CheckResult:
+RANKED = ("slow_link", "straggler", "hot_shard", "pfc_storm")      # kinds whose culprit is a rank
+PRACTICE = "practice-1"
+
+
+def _malformed(kind, where, setup) -> str | None:
+    """What is missing from an answer, judged from the public setup alone (never from the culprit)."""
+    from ..scenarios import KINDS
+    if kind not in KINDS:
+        return f"kind must be one of {', '.join(KINDS)}; got {kind!r}"
+    ranks = setup["ranks"]
+    if kind in RANKED:
+        if not isinstance(where, numbers.Integral) or isinstance(where, bool) or not 0 <= int(where) < ranks:
+            return (f"name the rank too, a whole number from 0 to {ranks - 1}: {{'kind': {kind!r}, 'rank': ...}} "
+                    f"(got {where!r})")
+    if kind == "hot_shard" and setup.get("servers") and int(where) not in setup["servers"]:
+        return f"rank {int(where)} is not a parameter server here (servers: ranks {setup['servers']})"
+    if kind == "spine":
+        leaf = _ranks_of(where if where is not None else ())
+        if not leaf or not all(0 <= r < ranks for r in leaf) or len(leaf) >= ranks:
+            return ("name the ranks of one leaf, e.g. {'kind': 'spine', 'leaf': [0, 1]}: some of the "
+                    f"{ranks} ranks, not all of them (got {where!r})")
+    return None
+
+
+def _normal(kind, where) -> dict:
+    if kind in RANKED:
+        return {"kind": kind, "rank": int(where)}
+    if kind == "spine":
+        return {"kind": kind, "leaf": _ranks_of(where)}
+    return {"kind": kind}
+
+
+_MEMORY: dict = {}                  # answers per log path, where the log file cannot be written
+
+
+def _log_path(answers) -> str:
+    import os
+    return answers or os.environ.get("NETLAB_ANSWERS") or os.path.join(os.path.expanduser("~"), ".netlab",
+                                                                         "answers.json")
+
+
+def _recorded(path: str) -> dict:
+    import json
+    try:
+        with open(path) as f:
+            return json.load(f).get("find_bottleneck", {})
+    except (OSError, ValueError):
+        return dict(_MEMORY.get(path, {}))
+
+
+def _record(path: str, seed: int, entry: dict) -> None:
+    import json
+    import os
+    book = _recorded(path)
+    book[str(seed)] = entry
+    _MEMORY[path] = book
+    try:
+        try:
+            with open(path) as f:
+                whole = json.load(f)
+        except (OSError, ValueError):
+            whole = {}
+        whole["find_bottleneck"] = book
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(whole, f, indent=1)
+        os.replace(tmp, path)
+    except OSError:
+        pass                        # a read-only home: the kernel's memory keeps it
+
+
+def find_bottleneck(answer=None, seed=0, *, answers: str | None = None) -> CheckResult:
     """Grade a named culprit of the scenario `seed` draws (``netlab.scenarios.draw``): its kind, and its rank
-    (slow_link, straggler, hot_shard, pfc_storm) or the ranks of one leaf (spine). Nothing is run: the seed decides."""
+    (slow_link, straggler, hot_shard, pfc_storm) or the ranks of one leaf (spine). Nothing is run: the seed decides.
+
+    One answer per seed is graded: the first well-formed one (a known kind, with a rank or a leaf where the kind
+    has one; an answer with something missing is told what, judged from the public setup alone, and does not
+    count). It is recorded in `answers` (a JSON file; default ``$NETLAB_ANSWERS`` or ``~/.netlab/answers.json``,
+    the kernel's memory where that cannot be written). A wrong graded answer gets a hint about the evidence that
+    is the same whichever wrong place it named; any later, different answer for that seed gets no verdict at all,
+    so the check cannot be used to try the ranks one by one. Other seeds (``seed="practice-1"``, ...) are there
+    to practise on, each with its own one answer.
+    """
     from ..scenarios import check_seed, pick, plan
     seed = check_seed(seed)
     name = "Find the bottleneck"
@@ -260,8 +340,29 @@ def find_bottleneck(answer=None, seed=0) -> CheckResult:
     kind, where = _answer(answer)
     if kind is None:
         return CheckResult(name, False, f"expected {{'kind': ..., 'rank': ...}} (or 'leaf': [...]), got {answer!r}")
-    ok, message = _judge(p, kind, where)
-    return CheckResult(name, ok, message, [{"seed": seed, "your answer": answer, "ok": "yes" if ok else "no"}])
+    missing = _malformed(kind, where, p.setup)
+    if missing:
+        return CheckResult(name, False, f"{missing} (not counted as your answer)")
+    mine = _normal(kind, where)
+    path = _log_path(answers)
+    graded = _recorded(path).get(str(seed))
+    if graded is None:
+        ok, message = _judge(p, kind, where)
+        if not ok:
+            message += (" " if message.endswith("?") else ". ") + (
+                "This seed's one answer is now recorded; later answers for it get no verdict. Practise on "
+                f"another seed, e.g. seed={PRACTICE!r}")
+        graded = {"answer": mine, "passed": ok, "message": message}
+        _record(path, seed, graded)
+    elif graded["answer"] != mine:
+        verdict = "was right" if graded["passed"] else "was not right"
+        return CheckResult(name, graded["passed"], f"not graded: this seed's answer was {graded['answer']}, which "
+                           f"{verdict}; a later answer gets no verdict. Practise on another seed, e.g. "
+                           f"seed={PRACTICE!r}", [{"seed": seed, "your answer": answer, "graded answer":
+                                                   graded["answer"], "ok": "yes" if graded["passed"] else "no"}])
+    ok = graded["passed"]
+    return CheckResult(name, ok, graded["message"],
+                       [{"seed": seed, "your answer": answer, "ok": "yes" if ok else "no"}])
 
 
 from .ch7_capstone import capstone  # noqa: E402,F401 -- the capstone exercise (check/ch7_capstone.py)
