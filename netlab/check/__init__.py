@@ -59,6 +59,24 @@ def call_student(fn, *args):
         return None, f"raised {type(exc).__name__}: {exc}"
 
 
+CHAPTERS = ("ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7")
+
+
+def __getattr__(name: str):
+    """``netlab.check.<exercise>``: found in the chapter module (check/chN.py) that defines it."""
+    import importlib
+    for chapter in CHAPTERS:
+        try:
+            module = importlib.import_module(f"{__name__}.{chapter}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{chapter}":
+                raise
+            continue
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"netlab.check has no exercise check {name!r}")
+
+
 # ---- an answer must not call the package's own implementation of what it is asked to write ----------------
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -144,21 +162,3 @@ def own_implementation(name: str) -> str:
                 "comm's point-to-point calls")
     return (f"your answer calls {name}, netlab's own code for this (or code the check uses): the exercise is "
             "to write it yourself from the definition, and the check compares your function with that code")
-
-
-CHAPTERS = ("ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7")
-
-
-def __getattr__(name: str):
-    """``netlab.check.<exercise>``: found in the chapter module (check/chN.py) that defines it."""
-    import importlib
-    for chapter in CHAPTERS:
-        try:
-            module = importlib.import_module(f"{__name__}.{chapter}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{chapter}":
-                raise
-            continue
-        if hasattr(module, name):
-            return getattr(module, name)
-    raise AttributeError(f"netlab.check has no exercise check {name!r}")
