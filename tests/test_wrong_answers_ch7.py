@@ -85,7 +85,7 @@ def calls_netlab_cost(nbytes, ready, c, o, p, B, a):
 
 
 WRONG = [
-    (no_optimizer, "leaves the optimizer out"),
+    (no_optimizer, "the optimizer adds nothing to this step"),
     (optimizer_inside_max, "the optimizer still starts only when the backward pass ends"),
     (no_queue, "a bucket starts when the one before it has ended"),
     (no_overlap, "is hidden"),

@@ -120,7 +120,7 @@ def diagnose(fn, ranks, bandwidth, latency, where) -> str | None:
         if abs(got - want) > 1e-3 * want:
             extra = ""
             if "optimizer" in label and abs(got - (want - opt)) <= 1e-3 * want:
-                extra = " (yours leaves the optimizer out)"
+                extra = " (in yours the optimizer adds nothing to this step)"
             return (f"{what}. {net[0].upper()}{net[1:]}, {label}, the step takes {_us(want)}; yours says "
                     f"{_us(got)}{extra}")
     return None
