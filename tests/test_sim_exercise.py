@@ -7,7 +7,7 @@ def test_ch5_stub_fails_and_reference_passes():
     stub = check.max_min_rates()
     assert not stub.passed and "not implemented" in stub.message
     result = check.max_min_rates(ch5_max_min.max_min_rates).assert_passed()
-    assert len(result.rows) == 5 and all(row["ok"] == "yes" for row in result.rows)
+    assert len(result.rows) == 7 and all(row["ok"] == "yes" for row in result.rows)
 
 
 def test_ch5_check_catches_an_equal_split_of_the_first_link():

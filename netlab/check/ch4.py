@@ -1,7 +1,7 @@
 """Exercise 4: top-k with error feedback, checked on single tensors and then in training on real ranks.
 
 The student writes ``topk_with_error_feedback(grad, residual, ratio) -> (indices, values, residual)``.
-The check (1) compares it on a few gradients with the package's own ``TopK`` + ``ResidualMemory``
+An answer that calls netlab's own top-k (``netlab.compress``) fails saying so. The check (1) compares it on a few gradients with the package's own ``TopK`` + ``ResidualMemory``
 (which the property tests hold to their bounds), naming what is wrong, on one rank where the
 notebook's kernel has not imported torch (on Binder, torch costs an open kernel about 140 MB of the
 2 GB every kernel shares); then (2) plugs it into
@@ -14,7 +14,7 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
 from ..runtime.launch import where_torch_is
-from . import CheckResult, call_student
+from . import CheckResult, Guard, call_student, own_implementation
 
 NAME = "Exercise 4 (top-k with error feedback)"
 CASES = [(10, 0.3, 0), (1000, 0.01, 1), (257, 0.05, 2), (6, 0.01, 3)]   # (d, ratio, seed)
@@ -43,7 +43,7 @@ def _problem(out, grad, residual, ratio) -> str | None:
     k = max(1, round(ratio * d))
     sent, residual_ok = _expected(grad, residual, ratio)
     if idx.numel() != k or values.numel() != k:
-        return f"d = {d}, ratio = {ratio}: expected k = {k} indices and values, got {idx.numel()} and {values.numel()}"
+        return f"expected k = {k} indices and values, got {idx.numel()} and {values.numel()}"
     if idx.unique().numel() != k or idx.min() < 0 or idx.max() >= d:
         return "indices must be k distinct positions in 0..d-1"
     if new_residual.numel() != d:
@@ -52,13 +52,28 @@ def _problem(out, grad, residual, ratio) -> str | None:
     if not torch.allclose(values, p[idx], atol=1e-6):
         if torch.allclose(values, grad[idx], atol=1e-6):
             return "values are the gradient's, not gradient + residual: add the residual first"
-        return "values[i] must be (grad + residual)[indices[i]]"
+        return "values[i] must be (grad + residual)[indices[i]], in the same order as the indices"
     yours = torch.zeros(d).index_put_((idx,), values)
     if not torch.allclose(yours.abs().sort().values, sent.abs().sort().values, atol=1e-6):
+        if torch.allclose(values.sort().values, p.topk(k).values.sort().values, atol=1e-6):
+            return ("these are the k largest values of grad + residual, not the k largest magnitudes: a large "
+                    "negative element matters as much as a large positive one")
+        if torch.allclose(values.abs().sort().values, p[grad.abs().topk(k).indices].abs().sort().values, atol=1e-6):
+            return ("these positions are the gradient's k largest, not those of grad + residual: choose after "
+                    "adding the residual")
         return "these are not the k largest magnitudes of grad + residual"
     if not torch.allclose(new_residual, residual_ok, atol=1e-6):
         if torch.allclose(new_residual, torch.zeros(d)):
             return "the new residual is all zeros: keep what was not sent (that is error feedback)"
+        if torch.allclose(new_residual, -residual_ok, atol=1e-6):
+            return "the new residual has the wrong sign: it is what is still to be sent, not what was sent too much"
+        if torch.allclose(new_residual, p, atol=1e-6):
+            return "the new residual still holds the sent elements: they were sent, so they leave the residual"
+        kept = grad.clone()
+        kept[idx] = 0
+        if torch.allclose(new_residual, kept, atol=1e-6):
+            return ("the new residual is the gradient without the sent elements: the old residual that was not "
+                    "sent this time is lost")
         return "the new residual must be grad + residual with the sent elements set to zero"
     return None
 
@@ -94,10 +109,11 @@ def _single_tensors(fn) -> tuple[list[dict], str | None]:
         gen = torch.Generator().manual_seed(seed)
         grad, residual = torch.randn(d, generator=gen), 0.5 * torch.randn(d, generator=gen)
         out, problem = call_student(fn, grad.clone(), residual.clone(), r)
+        own = problem is not None and problem.startswith("your answer calls")
         problem = problem or _problem(out, grad, residual, r)
         rows.append({"test": f"d={d}, ratio={r}", "k": max(1, round(r * d)), "ok": "no" if problem else "yes"})
         if problem:
-            return rows, problem
+            return rows, problem if own else f"d = {d}, ratio = {r} (k = {max(1, round(r * d))}): {problem}"
     return rows, None
 
 
@@ -108,13 +124,16 @@ def topk_error_feedback(fn=None, ranks: int = 2, steps: int = 200, ratio: float 
     from ..compress.training import run_training
     if fn is None:
         from ..exercises.ch4_topk_ef import topk_with_error_feedback as fn
-    rows, problem = where_torch_is(_single_tensors, fn)     # on a rank: the kernel need not import torch
+    guarded = Guard(fn)
+    rows, problem = where_torch_is(_single_tensors, guarded)     # on a rank: the kernel need not import torch
     if problem:
         return CheckResult(NAME, False, problem, rows)
     try:
         yours = run_training("topk", ranks=ranks, steps=steps, codec="free", ratio=ratio,
-                             sync_factory=partial(StudentTopK, fn, ratio))
+                             sync_factory=partial(StudentTopK, guarded, ratio))
     except Exception as exc:  # noqa: BLE001 -- a bug in the answer, raised on a rank, is reported
+        if getattr(exc, "exc_type", None) == "OwnImplementation":
+            return CheckResult(NAME, False, own_implementation(exc.remote_message), rows)
         return CheckResult(NAME, False, f"training with your function failed: {str(exc).splitlines()[0]}", rows)
     ref = run_training("topk", ranks=ranks, steps=steps, error_feedback=True, codec="free", ratio=ratio)
     close = abs(yours.final_accuracy - ref.final_accuracy) <= 0.01 and yours.diverged is None
