@@ -38,10 +38,10 @@ EXERCISES = [
     Exercise("ch5", "05_topology.ipynb", "ch5_max_min.py", "max_min_rates", "max_min_rates", 10, 120,
              "max-min fair sharing of links by progressive filling"),
     Exercise("ch6", "06_congestion_control.ipynb", "ch6_dctcp.py", "dctcp_update", "dctcp_update", 10, 180,
-             "DCTCP's sender: the marked fraction F, alpha's moving average, the cut cwnd (1 - alpha/2)"),
+             "DCTCP's sender: the marked fraction, alpha's moving average and the window cut, in Linux's order"),
     Exercise("ch7", "07_observability.ipynb", "ch7_overlap.py", "predict_overlapped_step",
              "overlapped_step_time", 10, 300,
-             "gradient buckets all-reduced in order beside the backward pass: each starts at max(ready, previous end)"),
+             "gradient buckets all-reduced in order beside the backward pass: when the step ends"),
     Exercise("ch8", "08_codesign_and_parallelism.ipynb", "ch8_capstone.py", "capstone_design", "capstone_design",
              10, 120, "the capstone: algorithm, compression, buckets and placement that reach 80 % on 256 GPUs"),
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import CheckResult, call_student
 
 CHOICES = ("algo", "compression", "bucket", "placement", "overlap")
+OPTIONAL = ("error_feedback",)          # False unless the design sets it, as in chapter 4
 NAME = "Exercise 8 (capstone design)"
 
 
@@ -27,7 +28,7 @@ def capstone_design(fn=None) -> CheckResult:
         return CheckResult(NAME, False, f"expected a dict with the keys {', '.join(CHOICES)}, got "
                                         f"{type(choices).__name__}")
     missing = [k for k in CHOICES if k not in choices]
-    unknown = [k for k in choices if k not in CHOICES]
+    unknown = [k for k in choices if k not in CHOICES + OPTIONAL]
     if missing or unknown:
         parts = ([f"missing {', '.join(map(repr, missing))}"] if missing else []) + \
                 ([f"unknown {', '.join(map(repr, unknown))}"] if unknown else [])

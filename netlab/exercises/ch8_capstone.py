@@ -7,8 +7,10 @@ VGG-16 (138 M parameters), 64 images per GPU.
 Return a dict of five choices, which the check passes to ``netlab.capstone.predict`` for this cluster:
 ``"algo"`` ("ring", "tree", "halving_doubling" or "hierarchical"), ``"compression"`` ("none", "fp16",
 "bf16", "int8", "qsgd", "terngrad", "sign", "topk" or "randomk"), ``"bucket"`` (bytes, a number or a
-string such as "4MB"), ``"placement"`` ("packed" or "scattered") and ``"overlap"`` (True or False).
-It passes when the predicted scaling efficiency reaches 80 %. The starting design below reaches a few
+string such as "4MB"), ``"placement"`` ("packed" or "scattered") and ``"overlap"`` (True or False);
+optionally ``"error_feedback"`` (True or False, default False) for the compression, as in chapter 4.
+It passes when the predicted scaling efficiency reaches 80 % and the compression trains to the
+accuracy asked (as chapter 4's training measured it, with or without error feedback). The starting design below reaches a few
 per cent; the check says why.
 
 Check it in the chapter, or with ``python -c "import netlab.check as c; print(c.capstone_design())"``.
