@@ -134,8 +134,12 @@ class Result(Run):
 
 def build(spec, hosts: int, *, bandwidth: float = GBIT, latency: float = LATENCY, buffer=None, transport="nscc",
           trim: bool = False, ecn="default", pfc=None, planes: int = 1, shared_buffer: bool = False,
-          hop_latency: float = 0.0, overhead: int = 0, mss: int = MTU, seed: int = 0):
-    """(Fabric, SwitchedNetwork) of `spec` for `hosts` hosts (``ecn='default'``: the transport's marking)."""
+          hop_latency: float = 0.0, framing=None, seed: int = 0):
+    """(Fabric, SwitchedNetwork) of `spec` for `hosts` hosts (``ecn='default'``: the transport's marking;
+    ``framing``: packets of its payload with its headers on the wire, ``net/framing.py``)."""
+    from ..net.framing import parse
+    framing = parse(framing)
+    overhead, mss = (0, MTU) if framing is None else (framing.overhead, framing.payload)
     topo = topology(spec, hosts, bandwidth, latency, hop_latency)
     if hosts > topo.size:
         raise ValueError(f"senders: {topo.name} has {topo.size} hosts, {hosts} needed")
@@ -188,19 +192,24 @@ def incast(senders: int = 16, block: int = 256 * 1024, *, topology_spec="star", 
            trim: bool = False, buffer=32 * 1024, rto_min: float = 0.2, multipath: str = "ecmp",
            bandwidth: float = GBIT, latency: float = LATENCY, ecn="default", pfc=None, window=64 * 1024,
            credit_rate=None, planes: int = 1, failure=None, seed: int = 0, time_limit: float = 60.0,
-           event_limit: int | None = None, hop_latency: float = 0.0) -> Result:
+           event_limit: int | None = None, hop_latency: float = 0.0, unscheduled: float = 0.0,
+           framing=None) -> Result:
     """`senders` hosts (slots 1..N) each send `block` bytes to host 0 at once."""
     validate.whole(senders, "senders", 1, 100_000, int_only=True)
     _common(transport, trim, pfc, multipath, buffer, failure, planes, credit_rate, bandwidth, rto_min, block)
     fab, net = build(topology_spec, senders + 1, bandwidth=bandwidth, latency=latency, buffer=buffer,
                      transport=transport, trim=trim, ecn=ecn, pfc=pfc, planes=planes, hop_latency=hop_latency,
-                     seed=seed)
+                     framing=framing, seed=seed)
     pairs = [(i + 1, 0) for i in range(senders)]
     down = net.paths(net.node(1), net.node(0))[0][-1].name
+    options = transport_options(transport, trim, window, credit_rate)
+    if transport == "rccc":
+        options["unscheduled"] = validate.number(unscheduled, "unscheduled", 0, 1 << 40)
+    elif unscheduled:
+        raise ValueError(f"unscheduled: bytes sent before the first credit are RCCC's, not {transport}'s")
     run = run_pairs(fab, net, pairs, block, transport=transport, rto_min=rto_min, multipath=multipath,
-                    options=transport_options(transport, trim, window, credit_rate), seed=seed,
-                    time_limit=time_limit, event_limit=event_limit, failure=failure, bottleneck=down,
-                    ideal_s=lossless_round(senders, block, bandwidth))
+                    options=options, seed=seed, time_limit=time_limit, event_limit=event_limit, failure=failure,
+                    bottleneck=down, ideal_s=lossless_round(senders, block, bandwidth))
     return run
 
 
