@@ -84,9 +84,10 @@ def check_options(transport: str, trim: bool, pfc, multipath: str, buffer, failu
     if credit_rate is not None:
         if transport != "rccc":
             raise ValueError(f"credit-rate: receiver credits are RCCC's (transport rccc), not {transport}'s")
+        if not (isinstance(credit_rate, (int, float)) and not isinstance(credit_rate, bool) and credit_rate > 0):
+            raise ValueError(f"credit-rate: receiver credits need a receiver rate, a fraction of its link greater "
+                             f"than zero and at most 1, got {credit_rate!r}")
         validate.number(credit_rate, "credit-rate", 1e-3, 1.0)
-        if not credit_rate > 0:
-            raise ValueError("credit-rate: a receiver rate greater than zero")
 
 
 def transport_options(transport: str, trim: bool, window, credit_rate=None) -> dict:

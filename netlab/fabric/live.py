@@ -202,13 +202,13 @@ class Coordinator:
             raise ValueError(f"background_to: rank {spec.background_to} of {self.ranks}")
         nic = fab.port("other-job.nic", link.bandwidth, hop)
         rng, gap = random.Random(spec.seed), spec.background_size / (spec.background * link.bandwidth)
-        options = {} if spec.window is None or tp.TRANSPORTS[spec.transport].rate_based else {"max_window": spec.window}
+        options = {"max_window": spec.window} if spec.window is not None and tp.takes_window(spec.transport) else {}
 
         def arrival(_=None):
             if all(s == "done" for s in self.state):
                 return
-            flow = Flow(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]], spec.background_size,
-                        fab.now)
+            flow = tp.flow_class(spec.transport)(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]],
+                                                 spec.background_size, fab.now)
             fab.add_flow(flow, tp.make(spec.transport, flow, spec.rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)
