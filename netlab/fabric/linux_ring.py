@@ -1,9 +1,10 @@
 """netlab's ring all-reduce and gloo's, on ranks in network namespaces behind shaped links, on the wall clock.
 
-    rows = linux_ring.measure(ranks=4, sizes=["4M"], bandwidth="50Mbit/s", reps=3)
+    rows = linux_ring.measure(ranks=4, sizes=["2M"], bandwidth="20Mbit/s", reps=3)
     rows[0]["ring_s"], rows[0]["gloo_s"], rows[0]["emulated_s"], rows[0]["emulated_framed_s"]
 
-The namespace testbed of ``netns.py`` with one host namespace per rank; every host's NIC (its eth0's
+The namespace testbed of ``netns.py`` with one host namespace per rank (in a child process, so the
+caller never imports torch); every host's NIC (its eth0's
 egress) is a ``tc tbf`` at the link's rate with a two-frame bucket and a queue that never drops, and
 the bridge between them is unshaped: each rank has a port of the link's rate in each direction, the
 port model's assumption (``net/network.py``). One process imports torch, forks a rank into each
@@ -16,7 +17,7 @@ between barriers; the best of the repetitions is kept (delays on a busy machine 
 Beside each: the emulator's time for the same ring, ``2(p-1)(alpha + (n/p)/B)`` without framing, and
 with the framing the shaped link really carries (``net/framing.py``: TCP at MTU 1500, 1514-byte frames
 for 1448-byte segments as tbf counts them, and the receiver's delayed ACKs on its own outgoing port).
-alpha is measured: half the median round trip of a 4-byte gloo message between ranks 0 and 1 (20 of them).
+alpha is measured: half the shortest round trip of a 4-byte gloo message between ranks 0 and 1 (of 20).
 Needs root, ``ip``, ``tc`` and a machine idle enough to move the link's rate through veth and gloo
 (``headroom`` measures it, unshaped, first).
 """
@@ -26,9 +27,11 @@ import ctypes
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
+from .. import validate
 from ..units import parse_bandwidth, parse_bytes
 from .netns import InNamespace, Testbed
 
@@ -53,7 +56,7 @@ def _allreduces(comm, sizes, reps):
             dist.recv(one, 0, group=comm.group)
             dist.send(one, 0, group=comm.group)
         rtts.append(time.perf_counter() - t0)
-    out["alpha"] = sorted(rtts[1:])[len(rtts) // 2 - 1] / 2
+    out["alpha"] = min(rtts[1:]) / 2                   # the best, as for the transfers: delays only add
     for n in sizes:
         x = torch.ones(n // 4)
         for algo in ("ring", "gloo"):
@@ -130,8 +133,30 @@ def _fork_safe() -> None:
         import torch  # noqa: F401  (imported once here, so every forked rank has it)
 
 
-def measure(ranks: int = 4, sizes=("4M",), bandwidth="50Mbit/s", reps: int = 3, timeout_s: float = 300.0) -> list[dict]:
-    """One row per size: the best measured ring and gloo times, and the emulator's without and with framing."""
+def measure(ranks: int = 4, sizes=("2M",), bandwidth="20Mbit/s", reps: int = 3, timeout_s: float = 300.0) -> list[dict]:
+    """One row per size: the best measured ring and gloo times, and the emulator's without and with framing.
+
+    Runs in a child process (``python -m netlab.fabric.linux_ring``), so the caller (a notebook kernel)
+    never imports torch; bad input is refused here first."""
+    validate.whole(ranks, "ranks", 2, 16, int_only=True)
+    validate.whole(reps, "reps", 1, 100, int_only=True)
+    parse_bandwidth(bandwidth)
+    for size in sizes:
+        parse_bytes(size, "sizes")
+    cfg = {"ranks": ranks, "sizes": list(sizes), "bandwidth": bandwidth, "reps": reps, "timeout_s": timeout_s}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+               OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "netlab.fabric.linux_ring", json.dumps(cfg)], capture_output=True,
+                          text=True, timeout=timeout_s + 60, env=env)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"shaped ring: the measuring process failed: {tail}")
+    return json.loads(lines[-1])
+
+
+def _measure_here(ranks: int, sizes, bandwidth, reps: int, timeout_s: float) -> list[dict]:
     from ..net.framing import Framing, ring_allreduce
     _fork_safe()
     rate = parse_bandwidth(bandwidth)
@@ -161,3 +186,7 @@ def headroom(bandwidth="50Mbit/s", ranks: int = 4, size="2M") -> float:
     best = min(got[f"gloo:{n}"])
     moved = 2 * (ranks - 1) / ranks * n / best                 # bytes/s each rank sent
     return moved / rate
+
+
+if __name__ == "__main__":
+    print(json.dumps(_measure_here(**json.loads(sys.argv[1]))))
