@@ -402,3 +402,20 @@ def ch9_planes(path=None) -> Prediction:
              "a second plane"),
             ("nothing: the step stalls", "that is the single-link case; with planes, seven ports are still up"),
         ], correct=lambda m: 0 if 0.8 <= m["value"] <= 0.95 else 1 if 0.35 <= m["value"] < 0.8 else 2, path=path)
+
+
+def ch9_framing(path=None) -> Prediction:
+    """Chapter 9, section 6: what share of a link RoCEv2's payload gets at a 1500-byte MTU."""
+    def measure():
+        from ..net.framing import Framing
+        f = Framing("rocev2", 1500)
+        return {"value": 100 * f.efficiency(),
+                "text": f"RoCEv2 at MTU 1500: {f.payload} B of payload in {f.payload + f.overhead} B on the wire, "
+                        f"{f.efficiency():.1%}"}
+    return Prediction(
+        "ch9-framing", "RDMA over Converged Ethernet (RoCEv2) on a link with the usual 1500-byte MTU: what "
+        "percentage of the wire's bytes are payload?", measure, unit="%", tolerance=0.02,
+        why="RoCE sends payloads of InfiniBand's sizes (256, 512, 1024, 2048 or 4096 bytes), so a 1500-byte "
+            "MTU carries 1024-byte payloads; each packet adds IP, UDP, the InfiniBand transport header and an "
+            "invariant CRC (44 bytes), Ethernet's header (14) and on the wire the FCS, preamble and gap (24). "
+            "Jumbo frames (4096-byte payloads) bring it near 98 %.", path=path)
