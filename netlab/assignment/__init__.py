@@ -42,5 +42,8 @@ EXERCISES = [
     Exercise("ch7", "07_observability_and_codesign.ipynb", "ch7_overlap.py", "predict_overlapped_step",
              "overlapped_step_time", 10, 300,
              "gradient buckets all-reduced in order beside the backward pass: each starts at max(ready, previous end)"),
+    Exercise("ch9", "09_ethernet_for_ai.ipynb", "ch9_reps.py", "reps", "reps_recycling", 10, 240,
+             "REPS's entropy recycling: reuse the oldest clean entropy, explore when none is left, never recycle "
+             "a marked, trimmed or lost one"),
 ]
 BY_CHAPTER = {e.chapter: e for e in EXERCISES}

@@ -11,7 +11,8 @@ ch3, ch4, ch5 and ch6 keep their cases in module constants (or functions); the g
 in the grading subprocess only (``patch``), never in the instructor's own process. ch6's variant also
 draws the fabric run whose windows the answer replays (flows, link speed, marking threshold, seed);
 its expected alphas are the fabric's own DCTCP sender's. ch7 draws the networks and bucket sizes of
-the steps measured on real ranks.
+the steps measured on real ranks. ch9 draws more recycling steps and the failing fabric (which link,
+when, the seed); the expected runs are those the rule decides.
 """
 from __future__ import annotations
 
@@ -103,6 +104,19 @@ def _ch7(rng):
     return {"cases": cases}
 
 
+def _ch9(rng):
+    from ..check import ch9
+    cases = [(name, args) for name, args in ch9.CASES]               # the edges stay; more are drawn
+    for i in range(6):
+        size = rng.choice([2, 4, 8])
+        buffer = [rng.randrange(16) for _ in range(rng.randint(0, size))]
+        event = rng.choice(["send", "clean", "clean", "marked", "trimmed", "lost"])
+        cases.append((f"drawn step {i + 1} ({event})", (buffer, event, rng.randrange(16), size)))
+    fabric = dict(ch9.FABRIC, seed=rng.randint(0, 999), at=rng.choice([0.5e-3, 1e-3, 2e-3]),
+                  link=rng.choice(["leaf0->spine0", "leaf0->spine2", "leaf1->spine3"]))
+    return {"netlab.check.ch9.CASES": cases, "netlab.check.ch9.FABRIC": fabric}
+
+
 def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
     """(keyword arguments for the check, {module attribute: value} to patch) for one chapter."""
     if chapter not in BY_CHAPTER:
@@ -126,6 +140,8 @@ def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
         return {}, {"netlab.check.ch5._cases": _ch5_cases(rng.randint(0, 10**6))}
     if chapter == "ch6":
         return {}, _ch6(rng)
+    if chapter == "ch9":
+        return {}, _ch9(rng)
     return _ch7(rng), {}
 
 
