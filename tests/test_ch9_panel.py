@@ -50,3 +50,11 @@ def test_the_chapters_figures_draw_on_figures():
     assert len(draw_delivery(Figure(), {"spray": a}, line_rate=ethernet.GBIT, at=1e-4).axes) == 1
     assert len(draw_planes(Figure(), {"a": 0.9, "b": 0.0}).axes) == 1
     assert len(draw_framing(Figure(), {"tcp": ([1500, 9000], [0.94, 0.99])}).axes) == 1
+
+
+def test_on_one_switch_the_panel_shows_the_host_links_and_the_incast_receivers_carries_every_flow():
+    panel = EthernetPanel(topology="one switch", traffic="incast", transport="rccc", senders=7, buffer="256K")
+    ax = panel.figure(panel.last).axes[0]
+    bars = sorted((p.get_height() for p in ax.patches), reverse=True)
+    assert len(bars) == 2 * 8 and "16 host links" in ax.get_xlabel()                # both directions of 8
+    assert bars[0] == 7 and bars[1:8] == [1] * 7 and bars[8:] == [0] * 8    # 7 senders' blocks into one link

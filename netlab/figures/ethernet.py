@@ -18,14 +18,17 @@ def _colour(name: str, i: int) -> str:
     return f"C{i}"
 
 
-def link_load(ax, run, title: str = "", unit: float | None = None) -> None:
-    """Bars: bytes each switch-to-switch link carried, busiest first, in blocks (one flow's bytes)."""
-    loads = np.array(sorted(run.path_bytes().values(), reverse=True), dtype=float)
+def link_load(ax, run, title: str = "", unit: float | None = None, kind: str = "fabric") -> None:
+    """Bars: bytes each switch-to-switch link carried (``kind='nic'``: each host link, both directions),
+    busiest first, in blocks (one flow's bytes)."""
+    carried = run.path_bytes() if kind == "fabric" else run.network.link_bytes(kind)
+    loads = np.array(sorted(carried.values(), reverse=True), dtype=float)
     unit = unit or (run.payload / max(len(run.flows), 1))
     ax.bar(np.arange(len(loads)), loads / unit, width=1.0, color=_colour(title, 0), lw=0)
     ax.set_xlim(-0.5, len(loads) - 0.5)
     ax.set_xticks([])
-    ax.set_xlabel(f"{len(loads)} switch links, busiest first")
+    ax.set_xlabel(f"{len(loads)} switch links, busiest first" if kind == "fabric" else
+                  f"{len(loads)} host links (one switch), busiest first")
     if len(loads):
         ax.set_title(f"{title}: busiest {loads[0] / unit:.2f}, mean {loads.mean() / unit:.2f}", fontsize=9)
 
@@ -118,16 +121,12 @@ def draw_framing(fig, table: dict):
 
 
 def draw_panel(fig, run, title: str = ""):
-    """Chapter 9's panel: per-link load (left), the bottleneck's queue and the delivered rate (right)."""
+    """Chapter 9's panel: per-link load (left; on one switch, its host links'), the bottleneck's queue and the
+    delivered rate (right)."""
     grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.3])
     ax_load = fig.add_subplot(grid[:, 0])
-    if run.path_bytes():
-        link_load(ax_load, run, "per-link load")
-        ax_load.set_ylabel("bytes carried / one flow's")
-    else:
-        ax_load.text(0.5, 0.5, "one switch:\nno links between switches", ha="center", va="center",
-                     transform=ax_load.transAxes, fontsize=9)
-        ax_load.set_axis_off()
+    link_load(ax_load, run, "per-link load", kind="fabric" if run.path_bytes() else "nic")   # one switch: its ports
+    ax_load.set_ylabel("bytes carried / one flow's")
     ax_q = fig.add_subplot(grid[0, 1])
     t, q = run.queue()
     ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.9, color="C3")

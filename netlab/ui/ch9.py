@@ -1,6 +1,7 @@
 """Chapter 9's panel: topology, traffic, multipath scheme, transport, trimming, buffer, senders, RTOmin and
 a link failure; each change runs the packet fabric (``fabric.ethernet``) and draws the load on every
-switch-to-switch link, the busiest port's queue and the rate delivered (``figures.ethernet.draw_panel``).
+switch-to-switch link (on the one-switch star, every host link), the busiest port's queue and the rate
+delivered (``figures.ethernet.draw_panel``).
 
 Built on :class:`netlab.ui.panel.Panel`; a setting the fabric refuses (trimming for a TCP, say) shows its
 one-line reason. A run that needs more than ``PANEL_EVENTS`` events is shown as far as it got, so every
