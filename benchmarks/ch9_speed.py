@@ -34,12 +34,16 @@ def panel(quick: bool) -> None:
     for topo, traffic, scheme, transport, failure in settings:
         p.set(topology=topo, traffic=traffic, multipath=scheme, transport=transport,
               trim=transport != "reno", failure=failure)
-        times.append((p.seconds, topo, traffic, scheme, transport, failure, p.last.complete))
+        times.append((p.seconds, topo, traffic, scheme, transport, failure, p.last.complete,
+                      p.last.summary()["events"]))
     secs = [t[0] for t in times]
     worst = max(times)
+    most = max(times, key=lambda t: t[7])
     print(f"panel: {len(times)} settings, run + figure in the kernel: median {statistics.median(secs):.2f} s, "
           f"90th percentile {sorted(secs)[int(0.9 * len(secs))]:.2f} s, max {worst[0]:.2f} s ({', '.join(map(str, worst[1:6]))}); "
           f"{sum(not t[6] for t in times)} stopped at the event budget")
+    print(f"panel: events per setting (the machine's load does not change them): median "
+          f"{statistics.median(t[7] for t in times):,.0f}, max {most[7]:,} ({', '.join(map(str, most[1:6]))})")
 
 
 def fat_tree() -> None:
