@@ -133,7 +133,7 @@ def test_chapter_explanations_are_hidden_until_the_answer_is_locked(tmp_path, na
 
 
 def test_no_chapter_keeps_the_answer_below_its_question():
-    assert len(CHAPTERS) == 8
+    assert len(CHAPTERS) == 9
     for path in CHAPTERS:
         nb = nbformat.read(path, as_version=4)
         n = int(os.path.basename(path)[:2])

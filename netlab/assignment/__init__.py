@@ -44,5 +44,8 @@ EXERCISES = [
              "gradient buckets all-reduced in order beside the backward pass: when the step ends"),
     Exercise("ch8", "08_codesign_and_parallelism.ipynb", "ch8_capstone.py", "capstone_design", "capstone_design",
              10, 120, "the capstone: algorithm, compression, buckets and placement that reach 80 % on 256 GPUs"),
+    Exercise("ch9", "09_ethernet_for_ai.ipynb", "ch9_reps.py", "reps", "reps_recycling", 10, 240,
+             "REPS's entropy recycling: reuse the oldest clean entropy, explore when none is left, never recycle "
+             "a marked, trimmed or lost one"),
 ]
 BY_CHAPTER = {e.chapter: e for e in EXERCISES}

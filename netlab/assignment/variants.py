@@ -14,6 +14,8 @@ its expected alphas are the fabric's own DCTCP sender's. ch7 draws the networks 
 the steps measured on real ranks. ch8 (the capstone's design) has no variant: the design is judged on
 the one cluster the chapter states, and the check prints the efficiency a design reaches, so a
 copied design passes; grade the design's justification if that matters.
+ch9 draws more recycling steps and the failing fabric (which link, when, the seed); the expected
+runs are those the rule decides.
 """
 from __future__ import annotations
 
@@ -121,6 +123,19 @@ def _ch7(rng):
                       (ranks[2], *rng.choice(FAST_NETWORKS + SLOW_NETWORKS[3:]), rng.choice(caps[1:]), 2)]}
 
 
+def _ch9(rng):
+    from ..check import ch9
+    cases = [(name, args) for name, args in ch9.CASES]               # the edges stay; more are drawn
+    for i in range(6):
+        size = rng.choice([2, 4, 8])
+        buffer = [rng.randrange(16) for _ in range(rng.randint(0, size))]
+        event = rng.choice(["send", "clean", "clean", "marked", "trimmed", "lost"])
+        cases.append((f"drawn step {i + 1} ({event})", (buffer, event, rng.randrange(16), size)))
+    fabric = dict(ch9.FABRIC, seed=rng.randint(0, 999), at=rng.choice([0.5e-3, 1e-3, 2e-3]),
+                  link=rng.choice(["leaf0->spine0", "leaf0->spine2", "leaf1->spine3"]))
+    return {"netlab.check.ch9.CASES": cases, "netlab.check.ch9.FABRIC": fabric}
+
+
 def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
     """(keyword arguments for the check, {module attribute: value} to patch) for one chapter."""
     if chapter not in BY_CHAPTER:
@@ -146,6 +161,8 @@ def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
         return {}, _ch6(rng)
     if chapter == "ch7":
         return _ch7(rng), {}
+    if chapter == "ch9":
+        return {}, _ch9(rng)
     return {}, {}                                   # ch8: one cluster (see the module docstring)
 
 

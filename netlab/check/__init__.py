@@ -59,7 +59,7 @@ def call_student(fn, *args):
         return None, f"raised {type(exc).__name__}: {exc}"
 
 
-CHAPTERS = ("ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8")
+CHAPTERS = ("ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "ch9")
 
 
 def __getattr__(name: str):

@@ -8,6 +8,10 @@
     python -m netlab congestion jitter --real-steps --ranks 3 --steps 12 --json      # real training steps
     sudo python -m netlab congestion incast --real --senders 8 --block 64K --bandwidth 100Mbit/s \
         --buffer 32K --transport cubic --rounds 20                                  # the kernel's own TCP
+    python -m netlab congestion incast --transport nscc --trim --buffer 32K        # chapter 9: trimming
+    python -m netlab congestion incast --transport rccc --topology fattree:4 --multipath spray --senders 15
+    python -m netlab congestion incast --transport nscc --trim --topology spineleaf:2:4:1 --senders 7 \
+        --multipath reps --fail leaf1->spine0 --fail-at 1ms --reroute 10ms        # a link failure
 
 Prints goodput (bytes/s, GB = 1e9 B), the round completion time p50/p99 over rounds, drops, ECN
 marks, retransmission timeouts and PFC pause time, from the packet-level fabric (``netlab.fabric``).
@@ -19,6 +23,9 @@ namespaces behind a bridge whose port toward the receiver is a tbf with the buff
 senders' NICs at the port's rate unless ``--nic-rate`` says otherwise), on the wall clock, with the
 same keys; it needs root (one line and exit status 2 where the machine cannot), and the model-only
 flags (PFC, shared buffer, window, Pmax, background, seed) are refused with it.
+``--transport nscc|rccc``, ``--trim``, ``--multipath``, ``--topology``, ``--planes`` and ``--fail`` run the
+incast on chapter 9's fabric (``fabric.ethernet.incast``: UET's transports, trimming, multi-path topologies,
+planes, a link failure), each round a fresh fabric seeded ``--seed`` + round.
 """
 from __future__ import annotations
 
@@ -59,6 +66,16 @@ def add_parser(p) -> None:
                    "(root; fabric.linux.incast) instead of the model")
     p.add_argument("--nic-rate", default=None, help="--real: each sender's NIC: link (the port's rate, default), "
                    "veth (unshaped) or a rate such as 50Mbit/s")
+    # chapter 9: Ethernet for AI (fabric/ethernet.py)
+    p.add_argument("--trim", action="store_true", help="incast: switches trim a packet that does not fit to its "
+                   "header (needs --transport nscc or rccc)")
+    p.add_argument("--multipath", default=None, help="incast: ecmp (default), spray or reps, over --topology's paths")
+    p.add_argument("--topology", default=None, help="incast: star (default), spineleaf:L:S:R or fattree:K")
+    p.add_argument("--planes", type=int, default=None, help="incast: N planes of the topology at 1/N of the rate each")
+    p.add_argument("--fail", default=None, help="incast: a link that fails, e.g. leaf0->spine0 (needs --topology)")
+    p.add_argument("--fail-at", default=None, help="--fail: when (default 0s), within the run")
+    p.add_argument("--reroute", default=None, help="--fail: routing's reroute delay (default 10ms)")
+    p.add_argument("--credit-rate", type=float, default=None, help="rccc: credits as a fraction of the receiver's link")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -197,6 +214,67 @@ def real_steps(args) -> int:
     return 0
 
 
+CH9 = {"trim": False, "multipath": None, "topology": None, "planes": None, "fail": None, "fail_at": None,
+       "reroute": None, "credit_rate": None}
+
+
+def _ch9(args) -> bool:
+    """Does this command ask for chapter 9's fabric (a UET transport or any of its flags)?"""
+    return (args.transport or "").strip() in ("nscc", "rccc") or any(getattr(args, k) != v for k, v in CH9.items())
+
+
+def ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc) -> int:
+    """``incast`` on chapter 9's fabric: ``fabric.ethernet.incast``, one round per --rounds."""
+    from ..fabric import ethernet
+    from ..fabric.failure import Failure
+    transport = args.transport or "reno"
+    if args.background not in (None, 0.0) or args.shared_buffer:
+        name = "background" if args.background not in (None, 0.0) else "shared-buffer"
+        raise ValueError(f"{name}: {_flag(name)} runs on chapter 6's fabric only, not with chapter 9's options")
+    for name in ("fail_at", "reroute"):
+        if getattr(args, name) is not None and args.fail is None:
+            raise ValueError(f"{name.replace('_', '-')}: {_flag(name)} needs --fail")
+    failure = None
+    if args.fail is not None:
+        if args.topology in (None, "star"):
+            raise ValueError("fail: give a --topology with several paths (the one-switch star has none to fail over to)")
+        failure = Failure(args.fail, parse_time(args.fail_at or 0, "fail-at"),
+                          parse_time(args.reroute, "reroute") if args.reroute is not None else 10e-3)
+    ecn = _ecn(args, transport, bandwidth) if any(getattr(args, k) is not None for k in
+                                                  ("ecn_k", "ecn_kmin", "ecn_kmax", "ecn_pmax")) else "default"
+    runs = [ethernet.incast(args.senders, block, topology_spec=args.topology or "star", transport=transport,
+                            trim=args.trim, buffer=buffer, rto_min=rto_min, multipath=args.multipath or "ecmp",
+                            bandwidth=bandwidth, ecn=ecn, pfc=pfc, window=window, credit_rate=args.credit_rate,
+                            planes=1 if args.planes is None else args.planes, failure=failure, seed=args.seed + r) for r in range(rounds)]
+    times = [r.completion_s for r in runs]
+    totals = {k: sum(r.summary()[k] for r in runs) for k in ("drops", "marks", "trims", "timeouts", "retransmissions",
+                                                              "nacks", "pause_s")}
+    import numpy as np
+    row = {"senders": args.senders, "block_bytes": block, "bandwidth_Bps": bandwidth, "buffer_bytes": buffer,
+           "transport": transport, "rto_min_s": rto_min, "pfc": pfc is not None, "trim": args.trim,
+           "topology": args.topology or "star", "multipath": args.multipath or "ecmp", "planes": 1 if args.planes is None else args.planes,
+           "failure": failure.describe() if failure else None, "ideal_s": args.senders * block / bandwidth,
+           "goodput_Bps": args.senders * block * rounds / sum(times),
+           "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                            "max": max(times)}, "rounds": rounds, **totals,
+           "max_queue_bytes": max(max(r.port.q_bytes) for r in runs),
+           "events": sum(r.fabric.events for r in runs), "wall_s": sum(r.wall_s for r in runs)}
+    c = row["completion_s"]
+    text = "\n".join([
+        f"# netlab congestion incast: {args.senders} senders x {fmt_bytes(block)} into one {fmt_bandwidth(bandwidth)} "
+        f"port over {row['topology']} ({row['multipath']}{', %d planes' % row['planes'] if row['planes'] > 1 else ''}), "
+        f"buffer {fmt_bytes(buffer)}, {transport}{', trimming' if args.trim else ''}{', PFC' if pfc else ''}, "
+        f"RTOmin {fmt_time(rto_min)}, {rounds} rounds" + (f"; {row['failure']}" if failure else ""),
+        f"  goodput          {row['goodput_Bps'] * 8 / 1e9:.3f} Gbit/s ({row['goodput_Bps'] / bandwidth:.0%} of the link)",
+        f"  round time       p50 {fmt_time(c['p50'])}, p99 {fmt_time(c['p99'])} (lossless ideal {fmt_time(row['ideal_s'])})",
+        f"  drops / trims    {row['drops']} / {row['trims']} ({row['nacks']} NACKs), marks {row['marks']}",
+        f"  timeouts         {row['timeouts']} ({row['retransmissions']} packets resent)",
+        f"  receiver queue   at most {fmt_bytes(row['max_queue_bytes'])}",
+        f"  simulated in     {row['wall_s']:.2f} s ({row['events']} events)"])
+    emit(row, args.json, text)
+    return 0
+
+
 def main(args) -> int:
     from ..fabric import incast
     from ..fabric.scenarios import jitter, validate
@@ -206,6 +284,10 @@ def main(args) -> int:
         raise ValueError("real: --real (the kernel's TCP) and --real-steps (training on the model) are two runs")
     if args.nic_rate is not None and not args.real:
         raise ValueError("nic-rate: --nic-rate needs --real")
+    if (args.real or args.real_steps) and _ch9(args):
+        name = next((k for k, v in CH9.items() if getattr(args, k) != v), "transport")
+        raise ValueError(f"{name.replace('_', '-')}: chapter 9's options run on the packet model's incast only, "
+                         f"not with --real or --real-steps")
     if args.real_steps:
         return real_steps(args)
     for name in REAL_ONLY:
@@ -229,6 +311,12 @@ def main(args) -> int:
     for t in transports:                           # before _ecn picks a transport's default marking
         validate_choice(t, "transport", TRANSPORTS)
     pfc = _pfc(args, buffer, bandwidth)
+    if _ch9(args):
+        if args.experiment != "incast":
+            name = next((k for k, v in CH9.items() if getattr(args, k) != v), "transport")
+            raise ValueError(f"{name.replace('_', '-')}: chapter 9's options run with the incast experiment")
+        validate(args.senders, block, bandwidth, buffer, transports[0], rto_min, rounds, None, None)
+        return ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc)
     for t in transports:                           # senders, rounds, sizes, ...: the library's own checks
         validate(args.senders, block, bandwidth, buffer, t, rto_min, rounds, _ecn(args, t, bandwidth), pfc)
     if args.experiment == "jitter":

@@ -26,6 +26,22 @@ class Congestion:
                from one more host, with this transport, seeded by ``seed`` (as ``scenarios.incast``).
     storm:     ``netlab.fabric.storm.Storm``: one host's NIC pauses the switch port toward it part of
                the time (a PFC pause storm; needs ``pfc``).
+
+    Chapter 9 (Ethernet for AI; ``ethernet.py``, ``multiswitch.py``):
+    transport: also 'nscc' (UET's sender-based window, ``nscc.py``) and 'rccc' (UET's receiver
+               credits, ``rccc.py``), both over reliable unordered delivery (``rud.py``). They react to
+               ECN marks only where ``ecn`` marks (``ethernet.default_ecn`` gives UEC htsim's 20-80 %).
+    trim:      switch ports cut a packet that does not fit to its header instead of dropping it
+               (``trimming.py``); needs nscc or rccc, a buffer, and no PFC.
+    topology:  None: chapter 6's one switch; 'star', 'spineleaf:LEAVES:SPINES:RATIO', 'fattree:K' (at the
+               network's NIC rate and alpha) or a ``netlab.net`` Topology: the packet fabric's switches.
+    placement: 'ordered' (rank r on host r) or 'shuffled' (hosts in a seeded random order).
+    multipath: 'ecmp' (one hashed path per pair, chapter 5's), 'spray' (round robin over every
+               shortest path) or 'reps' (recycled entropies), ``multipath.py``.
+    planes:    N separate copies of the fabric at 1/N of the rate each, a NIC port per plane.
+    failure:   ``netlab.fabric.failure.Failure``: a link down at a time, rerouted after a delay.
+    credit_rate: rccc: the receiver's credits as a fraction of its link rate (default 1).
+    unscheduled: rccc: bytes a sender may send before its first credit (default 0).
     """
     transport: str = "ideal"
     buffer: float | None = None
@@ -38,6 +54,14 @@ class Congestion:
     background_to: int = 0
     background_size: int = 64 * 1024
     storm: object = None
+    trim: bool = False
+    topology: object = None
+    placement: str = "ordered"
+    multipath: str = "ecmp"
+    planes: int = 1
+    failure: object = None
+    credit_rate: float | None = None
+    unscheduled: float = 0.0
     address: str = ""           # set by the launcher for one run
     authkey: bytes = b""
 
@@ -65,12 +89,48 @@ class Congestion:
                 raise ValueError(f"storm: must be a netlab.fabric.storm.Storm, got {self.storm!r}")
             if self.pfc is None:
                 raise ValueError("storm: a PFC pause storm needs pfc= (lossless priorities to pause)")
+        self._check_ethernet()
+
+    def _check_ethernet(self) -> None:
+        """Chapter 9's options (``ethernet.check_options`` says what is refused and why)."""
+        from .. import validate
+        from .ethernet import check_options
+        from .failure import Failure
+        if not isinstance(self.trim, bool):
+            raise ValueError(f"trim: True or False, got {self.trim!r}")
+        check_options(self.transport, self.trim, self.pfc, self.multipath, self.buffer, self.failure,
+                      self.planes, self.credit_rate)
+        validate.choice(self.placement, "placement", ("ordered", "shuffled"))
+        if self.failure is not None and not isinstance(self.failure, Failure):
+            raise ValueError(f"failure: must be a netlab.fabric.failure.Failure, got {self.failure!r}")
+        if self.topology is not None:
+            from ..net.topology import Topology
+            if not isinstance(self.topology, (str, Topology)):
+                raise ValueError(f"topology: 'star', 'spineleaf:L:S:R', 'fattree:K' or a Topology, got {self.topology!r}")
+            if isinstance(self.topology, str) and self.topology.split(":")[0].replace("-", "").replace("_", "") \
+                    .lower() not in ("star", "spineleaf", "fattree"):
+                raise ValueError(f"topology: the packet fabric takes star, spineleaf:L:S:R or fattree:K, "
+                                 f"got {self.topology!r}")
+        object.__setattr__(self, "unscheduled", validate.number(self.unscheduled, "unscheduled", 0, 1 << 40))
+        if self.unscheduled and self.transport != "rccc":
+            raise ValueError(f"unscheduled: bytes sent before the first credit are RCCC's, not {self.transport}'s")
+        if self.failure is not None and self.topology is None and self.planes == 1:
+            raise ValueError("failure: give a topology (or planes) whose link can fail; the one-switch star "
+                             "of chapter 6 has no other path")
+        if self.switched and (self.background or self.storm is not None):
+            raise ValueError("background: another job's traffic and pause storms run on chapter 6's one switch "
+                             "only (no topology, planes or trimming)")
+
+    @property
+    def switched(self) -> bool:
+        """True when the fabric is chapter 9's (a topology, planes or trimming), not chapter 6's one switch."""
+        return self.topology is not None or self.planes > 1 or self.trim
 
     @property
     def ports_only(self) -> bool:
         """True when this is today's model: an ideal sender, unlimited buffers, no ECN, PFC or other job."""
         return (self.transport == "ideal" and self.buffer is None and self.ecn is None and self.pfc is None
-                and not self.background and self.storm is None)
+                and not self.background and self.storm is None and not self.switched and self.failure is None)
 
     def describe(self) -> str:
         if self.ports_only:
@@ -80,10 +140,21 @@ class Congestion:
             parts.append(f"ECN Kmin {self.ecn.kmin:,.0f} B Kmax {self.ecn.kmax:,.0f} B Pmax {self.ecn.pmax:g}")
         if self.pfc is not None:
             parts.append(f"PFC Xoff {self.pfc.xoff:,.0f} B")
-        if self.transport in ("reno", "cubic", "dctcp"):
+        if self.transport in ("reno", "cubic", "dctcp", "nscc", "rccc"):
             parts.append(f"RTOmin {self.rto_min * 1e3:g} ms")
         if self.background:
             parts.append(f"another job at {self.background:.0%} load into rank {self.background_to}")
         if self.storm is not None:
             parts.append(self.storm.describe())
+        if self.trim:
+            parts.append("trimming")
+        if self.topology is not None:
+            name = self.topology if isinstance(self.topology, str) else self.topology.name
+            parts.append(f"topology {name} ({self.placement} ranks), {self.multipath}")
+        if self.planes > 1:
+            parts.append(f"{self.planes} planes")
+        if self.failure is not None:
+            parts.append(self.failure.describe())
+        if self.transport == "rccc":
+            parts.append(f"credits at {self.credit_rate or 1:g} x the receiver's link")
         return ", ".join(parts)

@@ -54,6 +54,7 @@ class Flow:
         self.ack_delay = sum(p.delay for p in path) + feedback_delay        # s, ACK/CNP back to the sender
         self.base_rtt = 2 * sum(p.delay for p in path) + sum(mss / p.rate for p in path) + feedback_delay
         self.drops = 0
+        self.duplicates = 0                 # packets the receiver already had (a spurious or late resend)
         self.done_at = None                 # s, when the receiver had every byte
         self.expected = 0                   # receiver: next in-order packet
         self._ooo = set()                   # receiver: packets received beyond a gap
@@ -62,6 +63,9 @@ class Flow:
         self.rx_t, self.rx_bytes = [start], [0]   # in-order bytes delivered over time
         self.sender = None
         self.delayed_ack = None             # s: Linux's delayed ACK (set by the caller); None: ACK every packet
+        self.multipath = None               # a path chooser (multipath.py): the path of each packet; None: `path`
+        self.line = path[0].rate            # bytes/s a paced sender sends at (several planes: their sum)
+        self.overhead = 0                   # bytes of headers each packet carries on the wire (framing)
         self._held = None                   # delayed_ack: the ACK held back, and since when
 
     def packet_size(self, seq: int) -> int:
@@ -83,8 +87,10 @@ class Flow:
         """The receiver takes packet seq; True when it was the next in order."""
         fab = self.fabric
         if seq != self.expected:
-            if seq > self.expected:
+            if seq > self.expected and seq not in self._ooo:
                 self._ooo.add(seq)
+            else:
+                self.duplicates += 1
             return False
         self.expected += 1
         while self.expected in self._ooo:
@@ -166,7 +172,7 @@ class Fabric:
     def arrive(self, pkt: Packet) -> None:
         """A packet reaches the end of a link: the next port's queue, or its receiver."""
         pkt.hop += 1
-        path = pkt.flow.path
+        path = pkt.path
         if pkt.hop < len(path):
             path[pkt.hop].enqueue(pkt)
         else:

@@ -33,8 +33,14 @@ The ideal transport with unlimited buffers and no ECN/PFC is today's port model 
 serves messages in the order its program posts them, alpha + n/B each): the coordinator books the
 same ports in the same order, so chapters 1-5 give exactly the same times (tested).
 
-Left out on purpose: more than one rank per host (intra-host links) and multi-switch topologies on
-real ranks (the flow simulator's job); per-message cost is two local socket messages per side.
+Chapter 9's options (``Congestion(topology=..., multipath=..., trim=..., planes=..., failure=...)``) build
+the fabric from a ``netlab.net`` topology instead (``multiswitch.SwitchedNetwork``): ranks sit on its hosts
+in the spec's placement, each message is a flow over every shortest path between them, and one path chooser
+per sender -> receiver pair (a connection) lives across its messages. A network built with ``framing=``
+(``net/framing.py``) sends packets of its payload size with its headers on the wire.
+
+Left out on purpose: more than one rank per host (intra-host links); per-message cost is two local socket
+messages per side.
 """
 from __future__ import annotations
 
@@ -49,6 +55,15 @@ from multiprocessing.connection import Client, Listener, wait
 
 from ..net.port import Port
 from .congestion import Congestion
+
+
+def _framing(link) -> tuple[int, int]:
+    """(header bytes on the wire per packet, payload bytes per packet) of a link's framing, or none."""
+    from .switch import MTU
+    framing = getattr(link, "framing", None)
+    if framing is None:
+        return 0, MTU
+    return framing.overhead, framing.payload
 
 
 # ---- the rank's side ------------------------------------------------------------------------------
@@ -137,6 +152,8 @@ class Coordinator:
             self.out_ports = [Port() for _ in range(n)]
             self.in_ports = [Port() for _ in range(n)]
             self.fabric = None
+        elif self.spec.switched:
+            self._switched(link)
         else:
             from .engine import Fabric
             from .switch import Switch  # noqa: F401  (the switch is built by Fabric.switch)
@@ -155,6 +172,25 @@ class Coordinator:
                 self.spec.storm.install(self.fabric, self.downs[self.spec.storm.rank], self.spec.pfc.priorities,
                                         lambda: not self._stop.is_set() and any(s != "done" for s in self.state))
 
+    def _switched(self, link) -> None:
+        """Chapter 9's fabric: the spec's topology (or planes, or trimming on one switch) as switches and
+        ports (``multiswitch.SwitchedNetwork``), ranks on its hosts in the spec's placement."""
+        from . import ethernet
+        from .engine import Fabric
+        spec = self.spec
+        topo = ethernet.topology(spec.topology or "star", self.ranks, link.bandwidth, link.latency)
+        if self.ranks > topo.size:
+            raise ValueError(f"topology: {topo.name} has {topo.size} hosts, the run has {self.ranks} ranks")
+        self.fabric = Fabric(seed=spec.seed)
+        overhead, mss = _framing(link)
+        self.net = ethernet.SwitchedNetwork(self.fabric, topo, buffer=spec.buffer, ecn=spec.ecn, pfc=spec.pfc,
+                                            trim=spec.trim, planes=spec.planes, overhead=overhead, mss=mss)
+        self.slots = [int(s) for s in topo.placement(self.ranks, spec.placement, spec.seed)]
+        self.choosers: dict = {}                     # (src, dst) -> the connection's path chooser
+        self.flows = []
+        if spec.failure is not None:
+            self.net.fail(spec.failure)
+
     def _background(self, link, hop) -> None:
         """Another job's seeded Poisson flows into one rank's port, for as long as any rank runs."""
         import random
@@ -166,13 +202,13 @@ class Coordinator:
             raise ValueError(f"background_to: rank {spec.background_to} of {self.ranks}")
         nic = fab.port("other-job.nic", link.bandwidth, hop)
         rng, gap = random.Random(spec.seed), spec.background_size / (spec.background * link.bandwidth)
-        options = {} if spec.window is None or tp.TRANSPORTS[spec.transport].rate_based else {"max_window": spec.window}
+        options = {"max_window": spec.window} if spec.window is not None and tp.takes_window(spec.transport) else {}
 
         def arrival(_=None):
             if all(s == "done" for s in self.state):
                 return
-            flow = Flow(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]], spec.background_size,
-                        fab.now)
+            flow = tp.flow_class(spec.transport)(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]],
+                                                 spec.background_size, fab.now)
             fab.add_flow(flow, tp.make(spec.transport, flow, spec.rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)
@@ -347,6 +383,8 @@ class Coordinator:
                 duration = self.network.nic.time(msg.nbytes)
                 begin = self.in_ports[rank].reserve(msg.begin, duration)
                 reply = (begin, begin + duration)
+                if self.network.nic.framing is not None and self.network.nic.ack_time(msg.nbytes):
+                    self.out_ports[rank].reserve(begin, self.network.nic.ack_time(msg.nbytes))   # as clock.py
             elif self.fabric is None:
                 reply = (msg.begin, msg.end)
             elif msg.end is None:
@@ -422,10 +460,26 @@ class Coordinator:
             msg.end = flow.done_at
             self._completed = True
 
-        flow = Flow(self.fabric, f"{src}->{dst}#{seq}", [self.nics[src], self.downs[dst]], max(msg.nbytes, 1),
-                    start, on_done=done)
+        if self.spec.switched:
+            from .ethernet import transport_options
+            spec, net = self.spec, self.net
+            a, b = self.slots[src], self.slots[dst]
+            if (src, dst) not in self.choosers:           # one chooser per connection, kept across messages
+                self.choosers[(src, dst)] = net.chooser(net.node(a), net.node(b), spec.multipath, spec.seed)
+            options = transport_options(spec.transport, spec.trim, spec.window, spec.credit_rate)
+            if spec.transport == "rccc":
+                options["unscheduled"] = spec.unscheduled
+            flow, sender = net.flow(f"{src}->{dst}#{seq}", a, b, max(msg.nbytes, 1), start, spec.transport,
+                                    spec.rto_min, options, self.choosers[(src, dst)], done)
+            self.fabric.add_flow(flow, sender)
+            self.flows.append(flow)
+            return
+        overhead, mss = _framing(self.network.nic)
+        flow = tp.flow_class(self.spec.transport)(self.fabric, f"{src}->{dst}#{seq}", [self.nics[src], self.downs[dst]],
+                                                  max(msg.nbytes, 1), start, mss=mss, on_done=done)
+        flow.overhead = overhead
         options = {}
-        if self.spec.window is not None and not tp.TRANSPORTS[self.spec.transport].rate_based:
+        if self.spec.window is not None and tp.takes_window(self.spec.transport):
             options["max_window"] = self.spec.window
         self.fabric.add_flow(flow, tp.make(self.spec.transport, flow, self.spec.rto_min, **options))
         self.flows.append(flow)
@@ -437,11 +491,22 @@ class Coordinator:
             return {"model": "ports"}
         ports = self.fabric.ports.values()
         senders = [f.sender for f in self.flows if f.sender is not None]
-        return {"model": "fabric", "drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
-                "pause_s": sum(p.paused_seconds() for p in ports),
-                "timeouts": sum(s.timeouts for s in senders),
-                "retransmissions": sum(s.retransmissions for s in senders),
-                "flows": len(self.flows), "events": self.fabric.events}
+        out = {"model": "fabric", "drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
+               "pause_s": sum(p.paused_seconds() for p in ports),
+               "timeouts": sum(s.timeouts for s in senders),
+               "retransmissions": sum(s.retransmissions for s in senders),
+               "flows": len(self.flows), "events": self.fabric.events}
+        from .transport import UNORDERED
+        if self.spec.switched or self.spec.transport in UNORDERED:
+            out["trims"] = sum(getattr(p, "trims", 0) for p in ports)
+            out["nacks"] = sum(getattr(s, "nacked", 0) for s in senders)
+            out["duplicates"] = sum(f.duplicates for f in self.flows)
+        if self.spec.switched:
+            out["link_bytes"] = self.net.link_bytes("fabric")
+            if self.spec.failure is not None:
+                out["failure_happened"] = self.spec.failure.at <= self.fabric.now
+                out["lost_on_failed_link"] = sum(getattr(p, "lost", 0) for _, ps in self.net.failures for p in ps)
+        return out
 
 
     def tracks(self) -> list[dict]:
@@ -462,7 +527,8 @@ class Coordinator:
         for port in self.fabric.ports.values():
             if max(port.q_bytes) > 0:
                 out.append({"track": f"{port.name} queue", "unit": "bytes", "t": port.q_t, "v": port.q_bytes})
-            for what, times in (("drops", port.drop_t), ("ECN marks", port.mark_t)):
+            for what, times in (("drops", port.drop_t), ("ECN marks", port.mark_t),
+                                ("trims", getattr(port, "trim_t", ()))):
                 if times:
                     out.append({"track": f"{port.name} {what}", "unit": what.split()[-1], "t": times,
                                 "v": list(range(1, len(times) + 1))})

@@ -28,7 +28,7 @@ class Paced(Sender):
 
     def __init__(self, flow, rto_min: float = RTO_MIN):
         super().__init__(flow, rto_min)
-        self.line = flow.path[0].rate                   # bytes/s
+        self.line = flow.line                           # bytes/s: its NIC's rate (several planes: their sum)
         self.rc = self.line                             # current rate, bytes/s
         self._pacing = False
 

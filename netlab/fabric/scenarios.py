@@ -147,7 +147,7 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
     nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst)
     run = Run(fab, [], down.name)
     options = dict(transport_options or {})
-    if window is not None and not tp.TRANSPORTS[transport].rate_based:
+    if window is not None and tp.takes_window(transport):
         if not window >= MTU:
             raise ValueError(f"window: must be at least one {MTU}-byte packet, got {window!r}")
         options.setdefault("max_window", window)
@@ -156,7 +156,8 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
     def start_round(_=None):
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
-            flow = Flow(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now, on_done=flow_done)
+            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now,
+                                            on_done=flow_done)
             flow.delayed_ack = delayed_ack
             sender = tp.make(transport, flow, rto_min, **options)
             if persistent and state["round"] > 0 and hasattr(sender, "resume"):
@@ -180,7 +181,8 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
         def arrival(_=None):
             if state["round"] >= rounds:
                 return
-            flow = Flow(fab, f"bg{len(fab.flows)}", [nics[senders], down], background_size, fab.now)
+            flow = tp.flow_class(transport)(fab, f"bg{len(fab.flows)}", [nics[senders], down], background_size,
+                                            fab.now)
             fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)

@@ -51,8 +51,10 @@ class Sender:
             self.retx_t.append(self.fabric.now)
         else:
             self.high = seq + 1
-        pkt = Packet(flow, seq, flow.packet_size(seq), self.ect, flow.prio, self.fabric.now)
-        flow.path[0].enqueue(pkt)
+        pkt = Packet(flow, seq, flow.packet_size(seq) + flow.overhead, self.ect, flow.prio, self.fabric.now)
+        if flow.multipath is not None:               # a path for this packet (multipath.py)
+            flow.multipath.pick(pkt)
+        pkt.path[0].enqueue(pkt)
         if self.deadline == math.inf:
             self.arm()
 
@@ -81,6 +83,8 @@ class Sender:
             return
         self.timeouts += 1
         self.timeout_t.append(fab.now)
+        if self.flow.multipath is not None:
+            self.flow.multipath.timeout()
         self.backoff = min(self.backoff * 2, 64)
         self.next_seq = self.snd_una                 # go back to the first unacknowledged packet
         self.on_timeout()
@@ -92,6 +96,8 @@ class Sender:
         if self.finished:
             return
         ack, ce, sent_at, got = msg
+        if self.flow.multipath is not None:          # the path of the packet this ACK is for: clean or marked
+            self.flow.multipath.acked(got, ce)
         if got > ack:
             self.sacked.add(got)
             if got >= self.sack_high:

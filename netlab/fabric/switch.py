@@ -152,12 +152,20 @@ class Switch:
 
 
 class Packet:
-    __slots__ = ("flow", "seq", "size", "ect", "ce", "hop", "prio", "sent_at")
+    """One packet: its flow, sequence number, bytes on the wire, ECN bits, hop and priority.
+
+    ``path`` is the list of Ports it crosses (its flow's path unless a multipath scheme chose
+    another, ``multipath.py``), ``ev`` the entropy (path index) it was sent with, and ``trimmed``
+    whether a switch cut it to its header (``trimming.py``)."""
+    __slots__ = ("flow", "seq", "size", "ect", "ce", "hop", "prio", "sent_at", "path", "ev", "trimmed")
 
     def __init__(self, flow, seq, size, ect, prio, sent_at):
         self.flow, self.seq, self.size, self.ect, self.prio, self.sent_at = flow, seq, size, ect, prio, sent_at
         self.ce = False
         self.hop = 0
+        self.path = flow.path
+        self.ev = 0
+        self.trimmed = False
 
 
 class Port:
@@ -186,6 +194,7 @@ class Port:
         self.waiting = []                    # host NIC: senders waiting for room (TCP small queues)
         self.loss = 0.0                      # probability a packet is lost on this port's link (bit errors)
         self.losses = 0                      # packets the link lost (not counted in drops: the buffer had room)
+        self.failed = False                  # its link is down (failure.py)
 
     # ---- admission, marking, queueing
     def enqueue(self, pkt: Packet) -> None:

@@ -24,16 +24,24 @@ from .presets import LINKS
 
 @dataclass(frozen=True)
 class Link:
-    """One link class: per-direction bandwidth in bytes/s, one-way latency (alpha) in seconds."""
+    """One link class: per-direction bandwidth in bytes/s, one-way latency (alpha) in seconds.
+
+    ``framing`` (``net/framing.py``): count each packet's headers on the wire, and TCP's ACKs on the
+    reverse direction; None (the default) carries payload only."""
     bandwidth: float
     latency: float = 0.0
     name: str = ""
+    framing: object = None
 
     def __post_init__(self):
         if not self.bandwidth > 0:
             raise ValueError(f"bandwidth: must be greater than zero, got {self.bandwidth!r}")
         if not self.latency >= 0:
             raise ValueError(f"latency: must be zero or more, got {self.latency!r}")
+        if self.framing is not None:
+            from .framing import Framing
+            if not isinstance(self.framing, Framing):
+                raise ValueError(f"framing: a netlab.net.framing.Framing, got {self.framing!r}")
 
     @classmethod
     def of(cls, bandwidth=None, latency=None, preset: str | None = None,
@@ -54,12 +62,19 @@ class Link:
                    parse_time(latency if latency is not None else 0, names[1]), name)
 
     def time(self, nbytes: float) -> float:
-        """Seconds one message of nbytes holds a port: alpha + n / B."""
+        """Seconds one message of nbytes holds a port: alpha + n / B (with framing: its bytes on the wire)."""
+        if self.framing is not None:
+            return self.latency + self.framing.wire(nbytes) / self.bandwidth
         return self.latency + nbytes / self.bandwidth
+
+    def ack_time(self, nbytes: float) -> float:
+        """Seconds the receiver's ACKs of an nbytes message hold its outgoing port (0 without TCP framing)."""
+        return self.framing.ack_bytes(nbytes) / self.bandwidth if self.framing is not None else 0.0
 
     def describe(self) -> str:
         label = f"{self.name}: " if self.name else ""
-        return f"{label}{fmt_bandwidth(self.bandwidth)}, latency {fmt_time(self.latency)}"
+        extra = f", {self.framing.describe()}" if self.framing is not None else ""
+        return f"{label}{fmt_bandwidth(self.bandwidth)}, latency {fmt_time(self.latency)}{extra}"
 
 
 @dataclass(frozen=True)
@@ -135,13 +150,20 @@ def congestion(spec):
 
 def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_per_host: int = 1,
             intra_bandwidth=None, intra_latency=None, intra_preset: str | None = None,
-            gamma: float = 0.0, congestion=None) -> Network:
+            gamma: float = 0.0, congestion=None, framing=None) -> Network:
     """Network from human units: ``network('10Gbit/s', '5us')`` or ``network(preset='100GbE')``.
 
     ``congestion=Congestion('reno', buffer='64K')`` (``netlab.fabric.Congestion``) puts a switch with
     buffers between the ranks and times every message with that transport (real ranks only).
+    ``framing='tcp'`` (or 'rocev2', 'uet', 'tcp:9000', a ``netlab.net.framing.Framing``) counts each
+    packet's headers on the NIC links, at that MTU (``net/framing.py``).
     """
     nic = Link.of(bandwidth, latency, preset)
+    if framing is not None:
+        import dataclasses
+
+        from .framing import parse
+        nic = dataclasses.replace(nic, framing=parse(framing))
     intra = None
     if ranks_per_host > 1 or intra_bandwidth is not None or intra_latency is not None or intra_preset is not None:
         if intra_bandwidth is None and intra_preset is None:

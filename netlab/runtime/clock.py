@@ -162,9 +162,12 @@ class VirtualClock:
             start, sent = float(req.header[0]), int(req.header[1])
             _check_size(self.rank, req, sent)
             cls = self.network.link_class(req.peer, self.rank)
-            duration = self.network.link(req.peer, self.rank).time(sent)
+            link = self.network.link(req.peer, self.rank)
+            duration = link.time(sent)
             begin = self._port(cls, "in").reserve(start, duration)
             req.end = begin + duration
+            if link.framing is not None and link.ack_time(sent):    # TCP's ACKs leave on our own port
+                self._port(cls, "out").reserve(begin, link.ack_time(sent))
             req._arrive()
             self._record("recv", req.peer, sent, begin, req.end)
         else:

@@ -1,0 +1,133 @@
+"""Chapter 9's claims (tests/claims.py), each run at the chapter's CI sizes and checked with bounds from the
+closed forms the chapter prints beside its numbers: c x block / B for c flows on a link, block / B at line
+rate, N x block / B for a port that never idles, the bytes left over the links left after a failure,
+7/8 of the NIC with one of eight planes down, the framed emulation of a shaped link."""
+import pytest
+
+import netlab
+from claims import claim
+from netlab.fabric import PFC, ethernet, linux
+from netlab.fabric.congestion import Congestion
+from netlab.fabric.scenarios import headroom
+
+KB = 1024
+GBIT = 1e9 / 8
+BLOCK = 256 * KB                                       # the chapter's CI block
+
+
+def _steps():
+    return {m: ethernet.ring_step(None, BLOCK, topology_spec="fattree:4", transport="nscc", multipath=m)
+            for m in ("ecmp", "spray")}
+
+
+@claim("ch9.ecmp-collision-doubles-the-step")
+def test_ecmp_puts_two_flows_on_a_link_and_takes_about_twice_sprayings_time():
+    s = _steps()
+    assert s["ecmp"].info["ecmp_collisions"] == 2
+    assert 1.6 <= s["ecmp"].completion_s / s["spray"].completion_s <= 2.2
+
+
+@claim("ch9.spraying-near-line-rate")
+def test_spraying_loads_links_evenly_and_ends_within_a_few_round_trips_of_block_over_b():
+    s = _steps()
+    spray, ecmp = s["spray"], s["ecmp"]
+    assert spray.completion_s <= BLOCK / GBIT + 3 * spray.flows[0].base_rtt
+    loads, hashed = list(spray.path_bytes().values()), list(ecmp.path_bytes().values())
+    assert max(loads) <= 1.2 * sum(loads) / len(loads) and min(hashed) == 0 and max(hashed) >= 2 * BLOCK
+
+
+@pytest.mark.slow
+@claim("ch9.real-ranks-spray-beats-ecmp")
+def test_on_real_ranks_spraying_reaches_a_higher_busbw():
+    def ring(comm, n):
+        import torch
+        from netlab import collectives
+        x = torch.ones(n // 4)
+        collectives.allreduce(comm, x, algo="ring")
+        return comm.now()
+    t = {}
+    for m in ("ecmp", "spray"):
+        spec = Congestion("nscc", topology="spineleaf:2:2:1", placement="shuffled", multipath=m, seed=1)
+        t[m] = max(netlab.run(ring, BLOCK, ranks=8, network=netlab.network("1Gbit/s", "20us", congestion=spec)).values)
+    assert t["spray"] < t["ecmp"]
+
+
+@claim("ch9.reno-resends-under-spraying")
+def test_reno_resends_packets_the_receiver_had_and_is_slower_than_nscc():
+    runs = {tr: ethernet.ring_step(None, BLOCK, topology_spec="fattree:4", transport=tr, multipath="spray",
+                                   window=64 * KB) for tr in ("reno", "nscc")}
+    r, u = runs["reno"].summary(), runs["nscc"].summary()
+    assert r["drops"] == 0 and r["retransmissions"] > 0 and r["duplicates"] == r["retransmissions"]
+    assert u["retransmissions"] == 0 and runs["reno"].completion_s > runs["nscc"].completion_s
+
+
+def _incasts():
+    n, block = 16, 256 * KB
+    setups = {"reno": dict(transport="reno"),
+              "pfc": dict(transport="ideal", buffer=64 * KB, pfc=PFC(64 * KB - headroom(GBIT))),
+              "nscc": dict(transport="nscc"), "trim": dict(transport="nscc", trim=True), "rccc": dict(transport="rccc")}
+    return {k: ethernet.incast(n, block, **{"buffer": 32 * KB, "rto_min": 0.2, **kw}) for k, kw in setups.items()}
+
+
+@claim("ch9.trimming-ends-near-n-block-over-b")
+def test_trimming_ends_within_a_few_round_trips_of_n_block_over_b_where_drop_tail_waits_out_rtomin():
+    r = _incasts()
+    ideal = r["trim"].ideal_s
+    assert ideal <= r["trim"].completion_s <= ideal + 10 * r["trim"].flows[0].base_rtt
+    assert r["trim"].summary()["timeouts"] == 0 and r["trim"].summary()["pause_s"] == 0
+    assert r["reno"].completion_s > ideal + 0.2 and r["nscc"].completion_s > ideal + 0.2
+    assert r["pfc"].summary()["pause_s"] > 0 and max(r["pfc"].port.q_bytes) > 32 * KB
+
+
+@claim("ch9.credits-keep-the-queue-near-empty")
+def test_receiver_credits_keep_the_port_within_a_few_packets_and_lose_nothing():
+    r = _incasts()["rccc"]
+    s = r.summary()
+    assert max(r.port.q_bytes) <= 4 * 1500 and s["drops"] == s["trims"] == 0
+
+
+@claim("ch9.reps-leaves-a-dead-link-in-round-trips")
+def test_reps_leaves_the_dead_link_in_round_trips_and_ecmp_waits_for_routing():
+    at, reroute = 2e-3, 10e-3
+    f = {m: ethernet.failover(8, 2 * 1024 * KB, multipath=m, at=at, reroute=reroute) for m in ("ecmp", "spray", "reps")}
+    rtt = f["reps"].flows[0].base_rtt
+    squeezed = at + (4 * 2 * 1024 * KB - at * 4 * GBIT) / (3 * GBIT)
+    assert f["reps"].info["last_sent_onto_it_s"] <= 3 * rtt
+    assert squeezed <= f["reps"].completion_s <= 1.05 * squeezed
+    assert f["ecmp"].completion_s > 2 * f["reps"].completion_s
+    assert reroute - rtt <= f["spray"].info["last_sent_onto_it_s"] <= reroute
+
+
+@claim("ch9.planes-lose-one-eighth")
+def test_planes_match_one_link_keep_seven_eighths_and_hashing_gets_an_eighth():
+    step = 2 * 1024 * KB
+    single = ethernet.planes_step(8, step, planes=1)
+    healthy = ethernet.planes_step(8, step, planes=8)
+    down = ethernet.planes_step(8, step, planes=8, failed="link")
+    cut = ethernet.planes_step(8, step, planes=1, failed="link", time_limit=0.05)
+    hashed = ethernet.planes_step(8, step, planes=8, multipath="ecmp")
+    assert healthy.completion_s == pytest.approx(single.completion_s, rel=0.03)
+    assert healthy.completion_s / down.completion_s == pytest.approx(7 / 8, rel=0.03)
+    assert not cut.complete and hashed.ideal_s / hashed.completion_s <= 1 / 8
+
+
+OK, WHY = linux.available()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OK, reason=WHY or "real Linux network unavailable")
+@claim("ch9.framing-matches-a-shaped-link")
+def test_with_framing_the_emulator_equals_a_real_tbf_shaped_link_within_one_percent():
+    from netlab.fabric import linux_ring
+    rate = "20Mbit/s"
+    room = linux_ring.headroom(rate)
+    if room < 4:
+        pytest.skip(f"this machine moves only {room:.1f} x {rate} through veth and gloo now: the CPU, not the "
+                    f"shaped link, would set the time")
+    row = linux_ring.measure(ranks=4, sizes=["2M"], bandwidth=rate, reps=5)[0]
+    # gloo's pipelined all-reduce within 1 %; netlab's ring, which waits for each step's data before the next,
+    # came 0.5-1.5 % slower than the emulation on a loaded 2-core machine (docs/fabric.md)
+    assert row["gloo_s"] == pytest.approx(row["emulated_framed_s"], rel=0.01), row
+    assert row["ring_s"] == pytest.approx(row["emulated_framed_s"], rel=0.015), row
+    for measured in ("ring_s", "gloo_s"):
+        assert row[measured] > 1.03 * row["emulated_s"], row          # without framing it misses by the headers
