@@ -124,10 +124,21 @@ def test_with_framing_the_emulator_equals_a_real_tbf_shaped_link_within_one_perc
     if room < 4:
         pytest.skip(f"this machine moves only {room:.1f} x {rate} through veth and gloo now: the CPU, not the "
                     f"shaped link, would set the time")
-    row = linux_ring.measure(ranks=4, sizes=["2M"], bandwidth=rate, reps=5)[0]
-    # gloo's pipelined all-reduce within 1 %; netlab's ring, which waits for each step's data before the next,
-    # came 0.5-1.5 % slower than the emulation on a loaded 2-core machine (docs/fabric.md)
-    assert row["gloo_s"] == pytest.approx(row["emulated_framed_s"], rel=0.01), row
-    assert row["ring_s"] == pytest.approx(row["emulated_framed_s"], rel=0.015), row
+    # Each time is the best of its repetitions: a busy CPU only ever adds time to a shaped link's transfer, so
+    # the best converges on the link's own time from above. A loaded machine can still leave every repetition
+    # of one measurement a little slow (CI once saw gloo 2 % over); an emulator that got the framing wrong is
+    # off in every measurement. So the claim holds when one of three measurements agrees.
+    def agrees(row):
+        # gloo's pipelined all-reduce within 1 %; netlab's ring, which waits for each step's data before the
+        # next, came 0.5-1.5 % slower than the emulation on a loaded 2-core machine (docs/fabric.md)
+        return (row["gloo_s"] == pytest.approx(row["emulated_framed_s"], rel=0.01)
+                and row["ring_s"] == pytest.approx(row["emulated_framed_s"], rel=0.015))
+    rows = []
+    for _ in range(3):
+        rows.append(linux_ring.measure(ranks=4, sizes=["2M"], bandwidth=rate, reps=5)[0])
+        if agrees(rows[-1]):
+            break
+    row = rows[-1]
+    assert agrees(row), rows
     for measured in ("ring_s", "gloo_s"):
         assert row[measured] > 1.03 * row["emulated_s"], row          # without framing it misses by the headers

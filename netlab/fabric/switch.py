@@ -163,7 +163,7 @@ class Packet:
         self.flow, self.seq, self.size, self.ect, self.prio, self.sent_at = flow, seq, size, ect, prio, sent_at
         self.ce = False
         self.hop = 0
-        self.path = flow.path
+        self.path = flow.path if flow is not None else None   # a lone port's test packet has no flow
         self.ev = 0
         self.trimmed = False
 
