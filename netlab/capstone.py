@@ -1,4 +1,4 @@
-"""Chapter 7's capstone: predict a data-parallel step and its scaling efficiency on a cluster you describe.
+"""Chapter 8's capstone: predict a data-parallel step and its scaling efficiency on a cluster you describe.
 
 Given a model (parameters, training FLOPs per sample, batch per device), a cluster (nodes, devices
 per node, NIC and intra-node links, a single switch or a leaf-spine with an oversubscription ratio)

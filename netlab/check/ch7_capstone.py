@@ -1,4 +1,4 @@
-"""Chapter 7's capstone exercise: choose algorithm, compression, bucket size and placement for a cluster.
+"""Chapter 8's capstone exercise: choose algorithm, compression, bucket size and placement for a cluster.
 
 The cluster: 32 nodes of 8 V100s (fp16 tensor cores at 30 % of peak), NVLink inside a node, one
 100 Gbit/s NIC per node, a leaf-spine fabric of 8 hosts per rack with 4:1 oversubscribed uplinks;
