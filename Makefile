@@ -1,6 +1,7 @@
 # netlab's commands:      make lab  (install, then open JupyterLab on labs/)
 #                         make test (install, then run every test, notebooks included)
 #                         make quick (install, then every test not marked slow: about 2 min on 2 idle cores)
+#                         make bench (install, then the speed set: each speed target measured, in one table)
 # Everything goes into a local virtual environment, .venv/. torch is pinned and CPU-only: on Linux
 # tools/install_torch.py takes it from PyTorch's CPU index (PyPI's Linux wheel pulls several GB of
 # CUDA), falling back to the default index; a compatible torch already in .venv is kept.
@@ -38,7 +39,7 @@ quick: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
 
 bench: install
-	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/launch.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/speed.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -20,7 +20,7 @@ import sys
 
 from netlab import train
 from netlab.compress.codec_cost import measure_here
-from netlab.compress.pays import label
+from netlab.compress.codec_cost import label
 from netlab.compress.table import TABLE
 
 

@@ -19,15 +19,15 @@ import statistics
 import sys
 import time
 
+from _harness import timed as harness_timed
 from netlab.fabric import ECN, PFC, incast, long_flows
 from netlab.fabric.fluid import dcqcn_fluid
+from netlab.fabric.rdma import DCQCN_RED
 from netlab.fabric.scenarios import headroom
 
 
 def timed(label, fn):
-    t0 = time.perf_counter()
-    run = fn()
-    wall = time.perf_counter() - t0
+    wall, run = harness_timed(fn)
     events = getattr(getattr(run, "fabric", None), "events", 0)
     slept = getattr(getattr(run, "fabric", None), "ghosts", 0)
     per = f", {wall / events * 1e6:.1f} us/event" if events else ""
@@ -121,7 +121,7 @@ if __name__ == "__main__":
     timed("incast 16 x 256K, ideal + PFC", lambda: incast(16, 256 * 1024, B, transport="ideal",
                                                           pfc=PFC(64 * 1024 - headroom(B))))
     timed("incast 16 x 256K, dcqcn, no PFC (drops, 200 ms timeouts)",
-          lambda: incast(16, 256 * 1024, B, transport="dcqcn", ecn=ECN(5_000, 200_000, 0.01)))
+          lambda: incast(16, 256 * 1024, B, transport="dcqcn", ecn=DCQCN_RED))
     timed("incast 16 x 256K, dctcp K=30KB", lambda: incast(16, 256 * 1024, B, transport="dctcp", ecn=ECN.dctcp(30e3)))
     timed("DCTCP 2 long flows, 10 Gbit/s, 10 ms", lambda: long_flows(2, 10 * B, transport="dctcp",
                                                                      ecn=ECN.dctcp(65 * 1500), duration=0.01))

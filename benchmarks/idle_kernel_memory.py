@@ -11,10 +11,8 @@ memory counts against the same 2 GB, so this is what a chapter left open costs t
 """
 import os
 import sys
-import time
 
-import nbformat
-from nbclient import NotebookClient
+from _harness import load, run_notebook
 
 FIRST = '''
 import sys as _s, traceback as _tb, importlib.abc as _ia
@@ -39,20 +37,12 @@ full = "--full" in sys.argv
 nbs = [a for a in sys.argv[1:] if a.endswith(".ipynb")]
 if not nbs:
     sys.exit(__doc__)
-if not full:
-    os.environ["CI"] = "1"
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ["NETLAB_IDLE_S"] = "5"
-print(f"{'chapter':40s} {'VmRSS MB':>8s} {'RssAnon MB':>10s}  torch  (load {os.getloadavg()[0]:.1f})")
+print(f"{'chapter':40s} {'VmRSS MB':>8s} {'RssAnon MB':>10s}  torch  (load {load():.1f})")
 for path in nbs:
-    nb = nbformat.read(path, 4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(FIRST))
-    nb.cells.append(nbformat.v4.new_code_cell(LAST))
-    started = time.monotonic()
-    NotebookClient(nb, timeout=1800, kernel_name="python3",
-                   resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}).execute()
-    first, _, by = "".join(o.get("text", "") for o in nb.cells[-1].outputs).partition("\n")
+    run = run_notebook(path, ci=not full, timeout=1800, env={"NETLAB_IDLE_S": "5"}, before=FIRST, after=LAST,
+                       stop_on_error=True)
+    first, _, by = "".join(o.get("text", "") for o in run.nb.cells[-1].outputs).partition("\n")
     rss, anon, torch = first.split()
-    print(f"{os.path.basename(path):40s} {rss:>8s} {anon:>10s}  {torch:5s}  ({time.monotonic() - started:.0f} s)")
+    print(f"{os.path.basename(path):40s} {rss:>8s} {anon:>10s}  {torch:5s}  ({run.total_s:.0f} s)")
     if torch == "True":
         print("   first imported by:\n   " + by.strip().replace("\n", "\n   "))

@@ -1,6 +1,6 @@
 """Launch, slider and memory figures for chapter 1's targets (warm run < 1 s; 8 ranks + kernel < 1.5 GB).
 
-    python benchmarks/launch.py            # or: make bench
+    python benchmarks/launch.py            # make bench runs its warm-run figure among the speed set
 
 Prints: the cold start of an 8-rank pool in this fresh process (fork server with torch preloaded,
 8 forks, the gloo rendezvous), a warm run on the same pool, the time one slider change of chapter 1
@@ -10,7 +10,6 @@ sizes (PSS: shared pages split between the processes sharing them).
 """
 import contextlib
 import io
-import os
 import statistics
 import time
 
@@ -21,6 +20,7 @@ matplotlib.use("Agg")
 import psutil  # noqa: E402
 
 import netlab  # noqa: E402
+from _harness import machine, seconds  # noqa: E402
 from netlab.ui.ch1 import StepPanel  # noqa: E402
 
 imported = time.perf_counter() - t0
@@ -28,15 +28,6 @@ imported = time.perf_counter() - t0
 
 def noop(comm):
     return comm.rank
-
-
-def timed(fn, repeat):
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def pss_total() -> tuple[float, int]:
@@ -48,7 +39,7 @@ def pss_total() -> tuple[float, int]:
 start = time.perf_counter()
 netlab.run(noop, ranks=8)
 cold = time.perf_counter() - start
-warm = timed(lambda: netlab.run(noop, ranks=8), 20)
+warm = seconds(lambda: netlab.run(noop, ranks=8), 20)
 
 with contextlib.redirect_stdout(io.StringIO()):
     panel = StepPanel(ranks=8, bandwidth="10Gbit/s", width=512)
@@ -62,7 +53,7 @@ for v in values:
     assert panel.last is not None and panel.last.ranks == 8
 pss, nproc = pss_total()
 
-print(f"cpus visible: {os.cpu_count()}, torch threads per rank: 1")
+print(f"{machine()}, torch threads per rank: 1")
 print(f"import netlab + widgets + matplotlib:   {imported:6.2f} s")
 print(f"cold launch, 8 ranks (first run):       {cold:6.2f} s")
 print(f"warm run, 8 ranks (median of 20):       {statistics.median(warm) * 1e3:6.1f} ms   (max {max(warm) * 1e3:.1f} ms)")

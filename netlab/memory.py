@@ -178,12 +178,6 @@ def trim_heap() -> bool:
     return True
 
 
-def _pool_pids() -> list[int]:
-    from .runtime import shared
-    pool = shared._default
-    return list(pool.pids) if pool is not None and pool.alive else []
-
-
 def rank_bytes(tensor_bytes: float, copies: float, base: float = RANK_BASE) -> float:
     """The memory one rank needs: `copies` tensors of `tensor_bytes` each (model, gradient, optimizer
     state, message buffers) beside the process's own `base`. What ``check_memory`` is given per rank."""
@@ -194,8 +188,9 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root
                  held: list[int] | None = None) -> None:
     """Refuse, with a clear error, a run whose ranks would not fit in the memory that is free now.
 
-    `held`: pids of ranks the run will reuse or replace (default: the shared pool's). Their own
-    memory is already counted as used, so up to `per_rank_bytes` each of it is counted as free.
+    `held`: pids of ranks the run will reuse or replace (``netlab.cluster.check_memory`` passes the
+    shared pool's; this module sits below the runtime and does not look for them). Their own memory
+    is already counted as used, so up to `per_rank_bytes` each of it is counted as free.
     Raising MemoryError here is better than what happens otherwise: the OOM killer ends a rank, or
     the whole kernel, without a word.
     """
@@ -203,7 +198,7 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root
     status = memory_status(root)
     if need + MEMORY_HEADROOM <= status.available:
         return              # fits in what is free: no need to read the ranks' smaps (~15 ms each, every change)
-    reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (_pool_pids() if held is None else held))
+    reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (held or ()))
     if need + MEMORY_HEADROOM > status.available + reusable:
         gb = 1e9
         raise MemoryError(

@@ -1,13 +1,35 @@
 """Chapter 7's panel runs headless: its numbers are measure_step's, every control changes the figure,
 settings that mean nothing are greyed out and settings that cannot run are refused in one line."""
+import re
+
 import pytest
 
 from netlab import analysis
 from netlab.step import measure_step
 from netlab.ui.ch7 import CAPS, Ch7Panel, predicted_curve
-from netlab.units import fmt_time
 
 SHAPE = dict(width=128, layers=3, batch=64)         # smaller than the chapter's: quicker, same code path
+UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+TIME = r"(\d+\.\d+ (?:s|ms|us|ns))"
+
+
+def agrees(shown: str, seconds: float) -> bool:
+    """A time as the panel printed it ("3.632 ms") is `seconds` rounded to its last printed digit."""
+    number, unit = shown.split()
+    half_digit = 0.5 * 10 ** -len(number.split(".")[1]) * UNITS[unit]
+    return abs(float(number) * UNITS[unit] - seconds) <= half_digit * (1 + 1e-9)
+
+
+def step_readout(text: str) -> dict:
+    """The step line of the panel's text, read back: step, compute, communication, exposed (as printed)."""
+    m = re.search(rf"step {TIME}: compute {TIME}, communication {TIME}, of it exposed {TIME}", text)
+    assert m, text
+    return dict(zip(("step", "compute", "comm", "exposed"), m.groups()))
+
+
+def rank_rows(text: str) -> dict:
+    """The scenario view's table read back: rank -> (compute, exposed comm, idle) as printed."""
+    return {int(m[1]): m.groups()[1:] for m in re.finditer(rf"^\s+(\d+)\s+{TIME}\s+{TIME}\s+{TIME}", text, re.M)}
 
 
 def png(panel):
@@ -23,8 +45,10 @@ def test_the_panel_shows_what_measure_step_measures_for_the_same_setting():
     assert got.total_s == ref.total_s and got.compute_s == ref.compute_s and got.comm_s == ref.comm_s
     worst = max(analysis.breakdown(ref.trace), key=lambda row: row["exposed_comm_s"])   # read independently
     assert got.setup["exposed_comm_s"] == pytest.approx(worst["exposed_comm_s"], rel=1e-12)
-    for value in (ref.total_s, ref.compute_s, worst["exposed_comm_s"]):
-        assert fmt_time(value) in panel.text
+    shown = step_readout(panel.text)
+    for key, value in (("step", ref.total_s), ("compute", ref.compute_s), ("comm", ref.comm_s),
+                       ("exposed", worst["exposed_comm_s"])):
+        assert agrees(shown[key], value), (key, shown[key], value)
     assert f"overlap fraction {worst['overlap_frac']:.0%}" in panel.text
 
 
@@ -86,9 +110,14 @@ def test_the_scenario_control_shows_a_scenarios_evidence_and_not_its_truth():
     assert all(panel.controls[n].disabled for n in ("bucket", "overlap", "ranks", "bandwidth", "latency"))
     assert not panel.controls["seed"].disabled and png(panel) != first
     ref = scenarios.scenario("pfc_storm", 2)                         # run independently
-    assert panel.last.makespan == ref.trace.makespan and fmt_time(ref.trace.makespan) in panel.text
+    assert panel.last.makespan == ref.trace.makespan
+    assert agrees(re.search(rf"step {TIME}", panel.text)[1], ref.trace.makespan), panel.text
+    rows = rank_rows(panel.text)
+    assert sorted(rows) == list(range(len(analysis.breakdown(ref.trace))))
     for row in analysis.breakdown(ref.trace):
-        assert fmt_time(row["compute_s"]) in panel.text and fmt_time(row["exposed_comm_s"]) in panel.text
+        compute, exposed, idle = rows[row["rank"]]
+        assert agrees(compute, row["compute_s"]) and agrees(exposed, row["exposed_comm_s"]), (row, rows)
+        assert agrees(idle, row["idle_s"]), (row, rows)
     paused = analysis.pauses(ref.trace)
     assert paused and all(f"{p['port']}: {p['share']:.0%}, {p['pauses']}x, by the {p['by']}" in panel.text
                           for p in paused)
@@ -100,7 +129,7 @@ def test_the_scenario_control_shows_a_scenarios_evidence_and_not_its_truth():
     panel.set(scenario="slow_link")                                   # same seed, another kind
     assert panel.error is None and png(panel) != before
     assert "PFC pauses: none (no switch model" in panel.text
-    assert fmt_time(scenarios.scenario("slow_link", 2).trace.makespan) in panel.text
+    assert agrees(re.search(rf"step {TIME}", panel.text)[1], scenarios.scenario("slow_link", 2).trace.makespan)
 
     panel.set(seed=-1)                                                # refused in one line, named
     assert panel.text.startswith("cannot run this setting: seed:")

@@ -57,10 +57,11 @@ def raise_on_rank_2(comm):
 def test_a_rank_that_raises_names_the_rank_and_leaves_no_process():
     netlab.run(who_am_i, 0, ranks=4)
     pids = pool_pids()
-    start = time.monotonic()
+    # The other ranks wait for rank 2 forever: only the rank's own error can end this run before its
+    # timeout, which would raise RankTimeout (not a RankError) instead. No clock is read: a loaded
+    # machine makes the error later, never a different one.
     with pytest.raises(netlab.RankError) as info:
-        netlab.run(raise_on_rank_2, ranks=4)
-    assert time.monotonic() - start < 5
+        netlab.run(raise_on_rank_2, ranks=4, timeout=60)
     assert info.value.rank == 2 and "rank 2 raised ValueError: a deliberate bug" in str(info.value)
     assert "raise_on_rank_2" in str(info.value)      # the rank's traceback
     assert wait_gone(pids) == []
@@ -76,10 +77,9 @@ def deadlock(comm):
 def test_a_hang_times_out_with_what_each_rank_waits_for():
     netlab.run(who_am_i, 0, ranks=3)
     pids = pool_pids()
-    start = time.monotonic()
     with pytest.raises(netlab.RankTimeout) as info:
         netlab.run(deadlock, ranks=3, timeout=2, network=netlab.network("1Gbit/s", "5us"))
-    assert 2 <= time.monotonic() - start < 6
+    assert "run did not finish within 2 s" in str(info.value)          # the timeout it was given, named
     assert "rank 0: waiting in recv from rank 1" in str(info.value)
     assert wait_gone(pids) == []
     assert netlab.run(who_am_i, 0, ranks=3).values[0] == (0, 3)

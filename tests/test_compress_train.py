@@ -6,7 +6,7 @@ import math
 import pytest
 
 import netlab
-from netlab import cost, train
+from netlab import cost, data, train
 from netlab.compress import pays, table
 from netlab.compress.codec_cost import codec_seconds
 from netlab.compress.training import run_training
@@ -18,18 +18,27 @@ K10 = round(0.1 * D)                                            # random-k at 10
 PSGD1 = (128 + 64) + (128 + 128) + (10 + 128) + (128 + 128 + 10)  # PowerSGD r = 1: (n + m) per matrix, biases whole: 852
 
 
+def same_accuracy_margin(accuracy: float) -> float:
+    """How far two runs' test accuracies may differ when their models are equally good: each is a
+    proportion over the same held-out digits (359), standard deviation sqrt(a(1-a)/n), so their
+    difference has sqrt(2 a(1-a)/n); four of those (a one-sided normal tail of 3e-5) is the margin.
+    At a = 0.95 that is 6.5 points: derived from the test set's size, not fitted to one seed's run,
+    and still well inside the 10 points that top-k without error feedback loses."""
+    return 4 * math.sqrt(2 * accuracy * (1 - accuracy) / data.size("test"))
+
+
 @pytest.fixture(scope="module")
 def baseline():
     return run_training("none", ranks=4, steps=300, codec="free")
 
 
 @pytest.mark.slow                       # three 300-step trainings
-def test_top_k_needs_error_feedback_and_gets_within_a_point_with_it(baseline):
+def test_top_k_needs_error_feedback_and_matches_the_baseline_with_it(baseline):
     plain = run_training("topk", ranks=4, steps=300, ratio=0.01, codec="free")
     ef = run_training("topk", ranks=4, steps=300, ratio=0.01, error_feedback=True, codec="free")
     assert baseline.final_accuracy > 0.9
     assert plain.final_accuracy < baseline.final_accuracy - 0.1          # clearly worse without EF
-    assert ef.final_accuracy > baseline.final_accuracy - 0.015           # within about a point with it
+    assert ef.final_accuracy > baseline.final_accuracy - same_accuracy_margin(baseline.final_accuracy)
     # 1 % of D elements = K1 int32 indices + K1 fp32 values; all-gathered to 3 other ranks
     assert ef.payload_bytes == K1 * 8 and ef.bytes_per_step == 3 * K1 * 8
     assert ef.compression_ratio == pytest.approx(baseline.dense_bytes / (K1 * 8))
@@ -50,7 +59,7 @@ def test_powersgd_rank_one_matches_the_baseline_with_error_feedback_only():
     base = run_training("none", ranks=2, steps=300, codec="free")
     ef = run_training("powersgd", ranks=2, steps=300, rank=1, error_feedback=True, codec="free")
     plain = run_training("powersgd", ranks=2, steps=300, rank=1, codec="free")
-    assert ef.final_accuracy > base.final_accuracy - 0.015
+    assert ef.final_accuracy > base.final_accuracy - same_accuracy_margin(base.final_accuracy)
     assert plain.final_accuracy < base.final_accuracy - 0.1
     assert ef.compression_ratio == pytest.approx(D / PSGD1)             # P, Q of three layers + biases
 

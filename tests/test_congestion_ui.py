@@ -1,8 +1,17 @@
 """Chapter 6's panel runs headless: each setting simulates and draws on its own Figure; bad ones explain."""
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
 from netlab.fabric import jitter, victim
 from netlab.figures.congestion import draw_step_times, draw_victim
 from netlab.ui.ch6 import CongestionPanel
-from matplotlib.figure import Figure
+
+
+def bytes_under(line, seconds_per_x: float, bytes_per_s_per_y: float) -> float:
+    """The area under a plotted rate curve of equal bins (x: bin centres): the bytes it says were moved."""
+    x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    return float(y.sum() * (x[1] - x[0])) * seconds_per_x * bytes_per_s_per_y
 
 
 def test_panel_runs_each_setting_and_keeps_it():
@@ -13,7 +22,15 @@ def test_panel_runs_each_setting_and_keeps_it():
     assert "goodput" in panel.text and "PFC pause" in panel.text and panel.runs == 2
     png = [o for o in panel.out.outputs if "image/png" in o["data"]]
     assert len(png) == 1                                       # one figure, replaced, never appended
-    assert len(panel.figure(panel.last).axes) == 2
+    rate, queue = panel.figure(panel.last).axes
+    # each of the 8 flows' curves moves its whole 64 KB block (the rate integrated over its lifetime)
+    link = panel.last.port.rate
+    assert len(rate.lines) == 8
+    assert [bytes_under(line, 1e-3, link) for line in rate.lines] == pytest.approx([64 * 1024] * 8, rel=1e-9)
+    # lossy, the queue never stands above the 32 KB buffer drawn beside it, and reaches it (it dropped)
+    _, queue = panel.figure(lossy).axes
+    q, buffer = queue.lines[0], queue.lines[1]
+    assert list(buffer.get_ydata()) == [32.768, 32.768] and 32.768 - 1.5 <= max(q.get_ydata()) <= 32.768
 
 
 def test_panel_explains_a_setting_without_pfc_headroom():
@@ -30,10 +47,18 @@ def test_ecn_threshold_is_greyed_out_for_transports_that_ignore_marks():
     assert not panel.controls["ecn_k"].disabled
 
 
-def test_step_time_and_victim_figures_draw_on_figures():
+def test_step_time_and_victim_figures_draw_what_the_runs_measured():
     out = jitter(("dctcp",), rounds=3, senders=2, block=16 * 1024, background=0.2)
-    assert len(draw_step_times(Figure(), out).axes) == 1
-    assert len(draw_victim(Figure(), {"PFC on": victim(duration=2e-3)}).axes) == 1
+    ax, = draw_step_times(Figure(), out).axes
+    cdf, ideal = ax.lines
+    # the CDF steps through every round's time once, up to all of them; the dashed line is the ideal round
+    assert list(cdf.get_xdata()) == pytest.approx(sorted(t * 1e3 for t in out["dctcp"]["times"]))
+    assert list(cdf.get_ydata()) == pytest.approx([1 / 3, 2 / 3, 1])
+    assert list(ideal.get_xdata()) == pytest.approx([out["dctcp"]["ideal"] * 1e3] * 2)
+    run = victim(duration=2e-3)
+    ax, = draw_victim(Figure(), {"PFC on": run}).axes
+    # F1's curve (Gbit/s over ms) carries the bytes F1 delivered during the run
+    assert bytes_under(ax.lines[0], 1e-3, 1e9 / 8) == pytest.approx(run.flows[0].rx_bytes[-1], rel=1e-9)
 
 
 def test_jitter_keeps_its_runs_only_when_asked():

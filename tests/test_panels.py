@@ -196,10 +196,10 @@ def test_interrupt_stops_a_panel_whose_callback_came_from_another_thread():
         status, out, _ = execute(kc, SLOW_PANEL)
         assert status == "ok" and out.strip() == "ran [0, 1]"
         time.sleep(3)                                 # the 300 s run is now on the main thread
-        started = time.monotonic()
         km.interrupt_kernel()                         # what Kernel > Interrupt does
+        # the run had 300 s to go: the panel's text saying it was interrupted, and the next run's values,
+        # are what an interrupt gives and a wait does not (no clock is read)
         status, out, _ = execute(kc, "print(panel.text)\nprint(netlab.run(lambda c: c.rank * 2, ranks=2).values)")
-        assert time.monotonic() - started < 20
         assert status == "ok" and out.splitlines() == [INTERRUPTED, "[0, 2]"]
     finally:
         kc.stop_channels()

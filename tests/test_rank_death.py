@@ -41,15 +41,14 @@ def die(comm, how):
 def test_a_rank_that_dies_is_named_with_how_it_died(how, exitcode, words):
     netlab.run(lambda c: c.rank, ranks=4)
     pids = pool_pids()
-    start = time.monotonic()
+    # The other ranks would wait for rank 1 until the timeout, which raises RankTimeout, not RankDied:
+    # the death is noticed for what it is, however loaded the machine (no clock is read).
     with pytest.raises(netlab.RankDied) as info:
         netlab.run(die, how, ranks=4, network=NET, timeout=60)
-    took = time.monotonic() - start
     assert isinstance(info.value, netlab.RankError)
     assert info.value.rank == 1 and info.value.exitcode == exitcode
     assert str(info.value).startswith(words), str(info.value)
     assert "out of memory" not in str(info.value)
-    assert took < 5, took                            # about 0.1 s when idle; generous for a loaded machine
     assert wait_gone(pids) == []
     assert netlab.run(lambda c: c.rank, ranks=4).values == [0, 1, 2, 3]
 

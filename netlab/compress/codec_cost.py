@@ -126,10 +126,15 @@ def describe_codec(codec: str) -> str:
             "free": "codec: not charged"}[check_codec(codec)]
 
 
+def label(method: str, options: dict) -> str:
+    """A method with its options as the tables and the calibration name it: "topk (ratio=0.01)"."""
+    knobs = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in options.items())
+    return f"{method} ({knobs})" if knobs else method
+
+
 def flops_per_element(method: str, error_feedback: bool = False, **options) -> tuple[float, float]:
     """(encode, one decode) FLOP-equivalents per gradient element, from the committed calibration."""
     from .codec_calibration import FLOPS_PER_ELEMENT
-    from .pays import label
     key = (label(method, options), bool(error_feedback))
     if key in FLOPS_PER_ELEMENT:
         return FLOPS_PER_ELEMENT[key]

@@ -28,7 +28,7 @@ from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import check_method, make
 from .methods import SyncConfig
-from .codec_cost import DEFAULT_CODEC, check_codec, codec_seconds
+from .codec_cost import DEFAULT_CODEC, check_codec, codec_seconds, label
 
 LATE_STEP = 10**6            # the step index timed: past any warm-up (DGC's density schedule)
 BANDWIDTHS = ["100Mbit/s", "400Mbit/s", "1Gbit/s", "4Gbit/s", "10Gbit/s", "25Gbit/s", "40Gbit/s",
@@ -41,11 +41,6 @@ def _spec(item) -> tuple[str, dict, bool]:
         return check_method(item), {}, item != "none"
     name, options, *rest = item
     return check_method(name), dict(options), bool(rest[0]) if rest else name != "none"
-
-
-def label(method: str, options: dict) -> str:
-    knobs = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in options.items())
-    return f"{method} ({knobs})" if knobs else method
 
 
 def one_step_each(comm, specs, width, layers, batch, seed=0):

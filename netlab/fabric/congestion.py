@@ -92,9 +92,8 @@ class Congestion:
         self._check_ethernet()
 
     def _check_ethernet(self) -> None:
-        """Chapter 9's options (``ethernet.check_options`` says what is refused and why)."""
+        """Chapter 9's options (``check_options`` says what is refused and why)."""
         from .. import validate
-        from .ethernet import check_options
         from .failure import Failure
         if not isinstance(self.trim, bool):
             raise ValueError(f"trim: True or False, got {self.trim!r}")
@@ -158,3 +157,31 @@ class Congestion:
         if self.transport == "rccc":
             parts.append(f"credits at {self.credit_rate or 1:g} x the receiver's link")
         return ", ".join(parts)
+
+
+def check_options(transport: str, trim: bool, pfc, multipath: str, buffer, failure=None, planes: int = 1,
+                  credit_rate=None) -> None:
+    """The combinations chapter 9's fabric (``ethernet.py``) refuses, each with one line naming the parameter."""
+    from .. import validate
+    from . import multipath as mp
+    from . import transport as tp
+    validate.choice(transport, "transport", tuple(tp.TRANSPORTS))
+    validate.choice(multipath, "multipath", mp.SCHEMES)
+    validate.whole(planes, "planes", 1, 16, int_only=True)
+    if trim and pfc is not None:
+        raise ValueError("trim: trimming and PFC are two answers to a full buffer; choose one (trim cuts "
+                         "the packet, PFC pauses the sender)")
+    if trim and transport not in tp.UNORDERED:
+        raise ValueError(f"trim: a trimmed header needs a receiver that answers it with a NACK (nscc or rccc); "
+                         f"{transport}'s receiver would discard it")
+    if trim and buffer is None:
+        raise ValueError("trim: trimming needs a finite buffer (with an unlimited one nothing is ever cut)")
+    if pfc is not None and (multipath != "ecmp" or failure is not None or planes > 1):
+        raise ValueError("pfc: PFC is modelled on single-path flows only (per-flow ECMP, one plane, no failure)")
+    if credit_rate is not None:
+        if transport != "rccc":
+            raise ValueError(f"credit-rate: receiver credits are RCCC's (transport rccc), not {transport}'s")
+        if not (isinstance(credit_rate, (int, float)) and not isinstance(credit_rate, bool) and credit_rate > 0):
+            raise ValueError(f"credit-rate: receiver credits need a receiver rate, a fraction of its link greater "
+                             f"than zero and at most 1, got {credit_rate!r}")
+        validate.number(credit_rate, "credit-rate", 1e-3, 1.0)

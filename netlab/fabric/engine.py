@@ -38,6 +38,7 @@ import itertools
 import math
 import random
 
+from .rdma import DCQCN_PARAMS
 from .switch import MTU, Packet, Port, Switch
 
 
@@ -59,7 +60,7 @@ class Flow:
         self.expected = 0                   # receiver: next in-order packet
         self._ooo = set()                   # receiver: packets received beyond a gap
         self.last_cnp = -math.inf           # receiver (DCQCN's NP): when the last CNP left
-        self.cnp_interval = 50e-6
+        self.cnp_interval = DCQCN_PARAMS.cnp_interval
         self.rx_t, self.rx_bytes = [start], [0]   # in-order bytes delivered over time
         self.sender = None
         self.delayed_ack = None             # s: Linux's delayed ACK (set by the caller); None: ACK every packet

@@ -35,6 +35,7 @@ from ..net.network import Link
 from ..net.topology import Topology
 from . import multipath as mp
 from . import transport as tp
+from .congestion import check_options
 from .engine import Fabric
 from .multiswitch import SwitchedNetwork
 from .scenarios import Run, default_ecn as ch6_ecn
@@ -63,31 +64,6 @@ def topology(spec, hosts: int, bandwidth: float = GBIT, latency: float = LATENCY
     if kind not in ("star", "spineleaf", "fattree"):
         raise ValueError(f"topology: the packet fabric takes star, spineleaf:L:S:R or fattree:K, got {spec!r}")
     return fabrics.parse(spec, ranks=hosts, nic=Link(bandwidth, latency), hop_latency=hop_latency)
-
-
-def check_options(transport: str, trim: bool, pfc, multipath: str, buffer, failure=None, planes: int = 1,
-                  credit_rate=None) -> None:
-    """The combinations this fabric refuses, each with one line naming the parameter."""
-    validate.choice(transport, "transport", tuple(tp.TRANSPORTS))
-    validate.choice(multipath, "multipath", mp.SCHEMES)
-    validate.whole(planes, "planes", 1, 16, int_only=True)
-    if trim and pfc is not None:
-        raise ValueError("trim: trimming and PFC are two answers to a full buffer; choose one (trim cuts "
-                         "the packet, PFC pauses the sender)")
-    if trim and transport not in tp.UNORDERED:
-        raise ValueError(f"trim: a trimmed header needs a receiver that answers it with a NACK (nscc or rccc); "
-                         f"{transport}'s receiver would discard it")
-    if trim and buffer is None:
-        raise ValueError("trim: trimming needs a finite buffer (with an unlimited one nothing is ever cut)")
-    if pfc is not None and (multipath != "ecmp" or failure is not None or planes > 1):
-        raise ValueError("pfc: PFC is modelled on single-path flows only (per-flow ECMP, one plane, no failure)")
-    if credit_rate is not None:
-        if transport != "rccc":
-            raise ValueError(f"credit-rate: receiver credits are RCCC's (transport rccc), not {transport}'s")
-        if not (isinstance(credit_rate, (int, float)) and not isinstance(credit_rate, bool) and credit_rate > 0):
-            raise ValueError(f"credit-rate: receiver credits need a receiver rate, a fraction of its link greater "
-                             f"than zero and at most 1, got {credit_rate!r}")
-        validate.number(credit_rate, "credit-rate", 1e-3, 1.0)
 
 
 def transport_options(transport: str, trim: bool, window, credit_rate=None) -> dict:

@@ -14,7 +14,8 @@ signal seen after a feedback delay tau* (p and R_C below are taken at t - tau*):
     dR_C/dt  = -R_C alpha a / (2 tau) + (R_T - R_C)/2 R_C (b + d)
 Defaults are the paper's (its Matlab dcqcn2.m): C = 40 Gbit/s, Kmin = 5 KB, Kmax = 200 KB,
 Pmax = 1 %, g = 1/256, tau = 50 us, tau' = T = 55 us, B = 10 MB, F = 5, R_AI = 40 Mbit/s, with
-1000-byte packets. Flows start at line rate with alpha = 1.
+1000-byte packets; all but C and the packet size are the packet model's own (``rdma.DCQCN_PARAMS``,
+``rdma.DCQCN_RED``), so the two levels cannot drift apart. Flows start at line rate with alpha = 1.
 
 Why a fluid model here: the paper's stability results (stable at 4 us of feedback delay, a
 sustained oscillation for 10 flows at 85 us) are statements about this model; a packet-level run at
@@ -27,6 +28,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from .rdma import DCQCN_PARAMS as P, DCQCN_RED as RED
 
 
 @dataclass
@@ -44,9 +47,10 @@ class FluidRun:
 
 
 def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, capacity: float = 40e9 / 8,
-                kmin: float = 5e3, kmax: float = 200e3, pmax: float = 0.01, g: float = 1 / 256,
-                tau: float = 50e-6, tau_alpha: float = 55e-6, timer: float = 55e-6, byte_counter: float = 10e6,
-                fast_recovery_steps: int = 5, rate_ai: float = 40e6 / 8, packet: int = 1000,
+                kmin: float = RED.kmin, kmax: float = RED.kmax, pmax: float = RED.pmax, g: float = P.g,
+                tau: float = P.cnp_interval, tau_alpha: float = P.alpha_timer, timer: float = P.increase_timer,
+                byte_counter: float = P.byte_counter, fast_recovery_steps: int = P.fast_recovery_steps,
+                rate_ai: float = P.rate_ai, packet: int = 1000,
                 start_rates=None, dt: float = 0.5e-6, sample: float = 5e-6) -> FluidRun:
     """Integrate the model for ``duration`` seconds; every size in bytes, rates in bytes/s."""
     if not (isinstance(flows, (int, np.integer)) and flows >= 1):
@@ -109,9 +113,9 @@ def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, cap
     return FluidRun(np.asarray(out_t), np.asarray(out_q) * packet, np.asarray(out_r) * packet, capacity, packet)
 
 
-def fixed_point(flows: int, capacity: float = 40e9 / 8, kmin: float = 5e3, kmax: float = 200e3, pmax: float = 0.01,
-                tau_alpha: float = 55e-6, timer: float = 55e-6, byte_counter: float = 10e6,
-                rate_ai: float = 40e6 / 8, packet: int = 1000) -> dict:
+def fixed_point(flows: int, capacity: float = 40e9 / 8, kmin: float = RED.kmin, kmax: float = RED.kmax,
+                pmax: float = RED.pmax, tau_alpha: float = P.alpha_timer, timer: float = P.increase_timer,
+                byte_counter: float = P.byte_counter, rate_ai: float = P.rate_ai, packet: int = 1000) -> dict:
     """CoNEXT'16's approximate fixed point: p* = cbrt(R_AI N^2/(tau' C^2) (1/B + N/(T C))^2), q* from RED."""
     C, B, r_ai = capacity / packet, byte_counter / packet, rate_ai / packet
     p = (r_ai * flows**2 / (tau_alpha * C**2) * (1 / B + flows / (timer * C)) ** 2) ** (1 / 3)

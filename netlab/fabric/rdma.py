@@ -17,9 +17,32 @@ Left out: DCQCN's target-rate clamping option, NACK-triggered go-back-N, TIMELY/
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .sender import RTO_MIN, Sender
+from .switch import ECN
+
+
+@dataclass(frozen=True)
+class DCQCNParams:
+    """DCQCN's constants, written once: the packet sender below, the receiver's CNP pacing
+    (``engine.Flow``), DCQCN's fluid model (``fluid.py``) and the marking its switches use
+    (``DCQCN_RED``) all read them here. The defaults are the paper's (SIGCOMM'15; CoNEXT'16's
+    dcqcn2.m) and HPCC rdma-hw.cc's hyper-increase ratio."""
+    g: float = 1 / 256                 # alpha's gain
+    alpha_timer: float = 55e-6         # tau' (s): without a CNP for this long, alpha <- (1-g) alpha
+    increase_timer: float = 55e-6      # T (s): the rate-increase timer
+    byte_counter: float = 10e6         # B (bytes): the rate-increase byte counter
+    fast_recovery_steps: int = 5       # F
+    rate_ai: float = 40e6 / 8          # R_AI (bytes/s): the paper's 40 Mbit/s
+    hai_ratio: int = 10                # R_HAI = hai_ratio x R_AI
+    cnp_interval: float = 50e-6        # tau (s): the receiver sends at most one CNP per tau per flow
+
+
+DCQCN_PARAMS = DCQCNParams()
+DCQCN_RED = ECN(5_000, 200_000, 0.01)   # DCQCN's RED marking: Kmin 5 KB, Kmax 200 KB, Pmax 1 %
 
 
 class Paced(Sender):
@@ -66,13 +89,15 @@ class Ideal(Paced):
 class DCQCN(Paced):
     ect = True
 
-    def __init__(self, flow, rto_min: float = RTO_MIN, g: float = 1 / 256, alpha_timer: float = 55e-6,
-                 increase_timer: float = 55e-6, byte_counter: float = 10e6, fast_recovery_steps: int = 5,
-                 rate_ai: float | None = None, rate_hai: float | None = None, min_rate: float | None = None):
+    def __init__(self, flow, rto_min: float = RTO_MIN, g: float = DCQCN_PARAMS.g,
+                 alpha_timer: float = DCQCN_PARAMS.alpha_timer, increase_timer: float = DCQCN_PARAMS.increase_timer,
+                 byte_counter: float = DCQCN_PARAMS.byte_counter,
+                 fast_recovery_steps: int = DCQCN_PARAMS.fast_recovery_steps, rate_ai: float | None = None,
+                 rate_hai: float | None = None, min_rate: float | None = None):
         super().__init__(flow, rto_min)
         self.g, self.tau_alpha, self.T, self.B, self.F = g, alpha_timer, increase_timer, byte_counter, fast_recovery_steps
-        self.r_ai = rate_ai if rate_ai is not None else 40e6 / 8                 # bytes/s (paper: 40 Mbit/s)
-        self.r_hai = rate_hai if rate_hai is not None else 10 * self.r_ai        # HPCC rdma-hw.cc's ratio
+        self.r_ai = rate_ai if rate_ai is not None else DCQCN_PARAMS.rate_ai               # bytes/s
+        self.r_hai = rate_hai if rate_hai is not None else DCQCN_PARAMS.hai_ratio * self.r_ai
         self.min_rate = min_rate if min_rate is not None else self.line / 400
         self.rt = self.line
         self.alpha = 1.0

@@ -23,6 +23,7 @@ import numpy as np
 from . import transport as tp
 from ..validate import whole as validate_whole
 from .engine import Fabric, Flow
+from .rdma import DCQCN_RED
 from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
 
 LINK_DELAY = 25e-6     # s per link
@@ -272,7 +273,7 @@ def default_ecn(transport: str, bandwidth: float) -> ECN | None:
         packets = 20 if bandwidth <= 1e9 / 8 else max(20, round(65 * bandwidth / (10e9 / 8)))
         return ECN.dctcp(packets * MTU)
     if transport == "dcqcn":
-        return ECN(5_000, 200_000, 0.01)
+        return DCQCN_RED
     return None
 
 

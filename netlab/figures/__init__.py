@@ -6,8 +6,7 @@
 * ``ps``: per-server load, staleness, accuracy against time (chapter 3);
 * ``compress``: accuracy curves, step time against bandwidth, the method grid (chapter 4);
 * ``topology``: a fabric drawn with its link loads, busbw against scale (chapter 5);
-* ``congestion``: incast runs, step-time CDFs, PFC victims, DCTCP and DCQCN queues, the congestion
-  tree of the fluid model at scale (chapter 6);
+* ``congestion``: incast runs, step-time CDFs, PFC victims, DCTCP and DCQCN queues (chapter 6);
 * ``trace``: a profiled step's kernels per rank, step time against bucket size (chapter 7);
 * ``codesign``, ``parallel``, ``capstone``: in-network aggregation, placement, a ring against an
   all-to-all on an oversubscribed fat-tree, model parallelism's step time, scaling efficiency (chapter 8).

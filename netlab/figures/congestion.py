@@ -1,8 +1,7 @@
 """Chapter 6's figures, each drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state,
 so a widget callback may draw them on any thread): an incast run (per-flow rates, the queue, drops,
-marks and pauses), step-time distributions, the PFC victim, DCTCP's sawtooth, DCQCN's stability, and
-the fluid model's congestion tree at scale (PFC on against off). Left out: running the scenarios
-(``netlab.fabric``, ``netlab.sim.hotspot``)."""
+marks and pauses), step-time distributions, the PFC victim, DCTCP's sawtooth and DCQCN's stability.
+Left out: running the scenarios (``netlab.fabric``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -105,24 +104,3 @@ def draw_fluid(fig, runs: dict, steady: float | None = None):
         axes[1].set_title(f"after {steady * 1e3:g} ms, its own scale", fontsize=9)
     axes[-1].legend(fontsize=7)
     return fig
-
-
-def draw_hotspot(fig, on, off) -> None:
-    """Two panels on `fig`: background flows' completion times (PFC on vs off) and pause time per layer
-    (`on`, `off`: ``netlab.sim.hotspot.compare``'s two runs)."""
-    ax1, ax2 = fig.subplots(1, 2)
-    bg_on, bg_off = on.run.fct[on.background] * 1e3, off.run.fct[off.background] * 1e3
-    ax1.scatter(bg_off, bg_on, s=12)
-    hi = float(np.nanmax(np.concatenate([bg_on, bg_off])))
-    ax1.plot([0, hi], [0, hi], "k--", lw=0.8)
-    ax1.set(xlabel="background flow completion, PFC off (ms)", ylabel="PFC on (ms)",
-            title="victims: above the line are slower with PFC")
-    t = on.topology
-    layers = {"host -> ToR": t.link_kind == 0, "fabric": t.link_kind == 1}
-    above = np.zeros(t.links, dtype=bool)
-    above[on.above_hot_tor()] = True
-    names = ["hosts' NIC links", "above the hot ToR", "other fabric links"]
-    masks = [layers["host -> ToR"], above, layers["fabric"] & ~above]
-    ax2.bar(names, [on.run.pause_s[m].sum() * 1e3 for m in masks])
-    ax2.set(ylabel="pause time, summed over links (ms)", title="PFC pauses spread up the tree")
-    ax2.tick_params(axis="x", labelrotation=15)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 from dataclasses import dataclass
 
 from ..units import fmt_bandwidth, fmt_time, parse_bandwidth, parse_time
@@ -101,8 +102,7 @@ class Network:
         if not self.gamma >= 0:
             raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
         if self.congestion is not None:
-            from ..fabric.congestion import Congestion
-            if not isinstance(self.congestion, Congestion):
+            if not _is_congestion(self.congestion):
                 raise ValueError(f"congestion: a netlab.fabric.Congestion, got {self.congestion!r}")
             if self.ranks_per_host != 1:
                 raise ValueError("congestion: one rank per host only (the switch fabric has no intra-host links)")
@@ -131,6 +131,14 @@ class Network:
 _congestion = contextvars.ContextVar("netlab_congestion", default=None)
 
 
+def _is_congestion(spec) -> bool:
+    """Whether `spec` is a ``netlab.fabric.Congestion``, without importing the fabric (it sits above
+    this layer and imports it): an instance exists only once its module has been imported, so when
+    ``sys.modules`` has no such module, nothing is one."""
+    module = sys.modules.get("netlab.fabric.congestion")
+    return module is not None and isinstance(spec, module.Congestion)
+
+
 @contextlib.contextmanager
 def congestion(spec):
     """Every network built inside the block gets this switch fabric, so any experiment takes it unchanged:
@@ -138,8 +146,7 @@ def congestion(spec):
         with netlab.congestion(Congestion("reno", buffer="64K")):
             measure_step(ranks=8, bandwidth="1Gbit/s")
     """
-    from ..fabric.congestion import Congestion
-    if spec is not None and not isinstance(spec, Congestion):
+    if spec is not None and not _is_congestion(spec):
         raise ValueError(f"congestion: a netlab.fabric.Congestion or None, got {spec!r}")
     token = _congestion.set(spec)
     try:

@@ -40,15 +40,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import validate
+from .common import BIG_BUCKET, NETWORK, PS_LAYOUT, RANKS, SHAPE, STORM_BUFFER, STORM_PERIOD, storm_network
 
 KINDS = ("slow_link", "straggler", "hot_shard", "spine", "small_bucket", "pfc_storm")
-RANKS = 4                         # all-reduce ranks
-PS_LAYOUT = (4, 3)                # parameter-server runs: workers, servers
-NETWORK = ("10Gbit/s", "50us")    # the nominal NIC every scenario states (chapter 7's)
-SHAPE = dict(width=128, layers=8, batch=64)
-BIG_BUCKET = 10**12               # one bucket: the gradient all-reduced whole
-STORM_BUFFER = 128 * 1024         # pfc_storm: bytes per switch port, Xoff = buffer - PFC headroom
-STORM_PERIOD = 200e-6             # pfc_storm: the stalled NIC pauses part of every period (s)
 
 
 @dataclass(frozen=True)
@@ -112,17 +106,6 @@ def _setup(workload: str) -> dict:
     return {"workload": "ps", "ranks": w + k, "workers": list(range(w)), "servers": list(range(w, w + k)),
             "what": f"sparse embedding training: {w} workers (ranks 0-{w - 1}) pull and push rows of "
                     f"{k} parameter servers (ranks {w}-{w + k - 1}), 2 steps", **base}
-
-
-def storm_network(storm=None):
-    """The pfc_storm scenario's network: the stated NIC through one switch with PFC, ideal transport;
-    `storm` (a ``netlab.fabric.storm.Storm``) puts the stalled host in, None leaves the fabric healthy."""
-    from ..fabric.congestion import Congestion
-    from ..fabric.switch import PFC, pfc_headroom
-    from ..net.network import network
-    nic = network(*NETWORK).nic
-    pfc = PFC(STORM_BUFFER - pfc_headroom(nic.bandwidth, nic.latency / 2))
-    return network(*NETWORK, congestion=Congestion("ideal", buffer=STORM_BUFFER, pfc=pfc, storm=storm))
 
 
 def plan(name: str, seed=0) -> Plan:

@@ -14,7 +14,8 @@ import numpy as np
 from .. import cluster, overlap
 from ..net.network import network
 from ..net.presets import device
-from . import NETWORK, PS_LAYOUT, RANKS, SHAPE, links
+from . import links
+from .common import NETWORK, PS_LAYOUT, RANKS, SHAPE, storm_network
 
 
 def _allreduce(net, timeout, bucket_bytes, slowdown=None):
@@ -51,7 +52,6 @@ def run(plan, timeout: float = 120.0):
         return _ps(base, timeout, knobs["zipf"], knobs["server"])
     if plan.name == "pfc_storm":
         from ..fabric.storm import Storm
-        from . import storm_network
         storm = Storm(plan.truth["rank"], knobs["fraction"], knobs["period"])
         return _allreduce(storm_network(storm), timeout, knobs["bucket_bytes"])
     if plan.name == "spine":
