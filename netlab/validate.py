@@ -112,13 +112,18 @@ def too_big(name: str, estimate: float, limit: float, what: str, unit: str = "")
                          "this machine can take; choose a smaller value")
 
 
+def _g(x) -> str:
+    """A bound as people write it: whole numbers in full (4294967295, not 4.29497e+09)."""
+    return f"{int(x)}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
 def _range(low, high) -> str:
     has_low = low is not None and low != -math.inf
     has_high = high is not None and high != math.inf
     if has_low and has_high:
-        return f" from {low:g} to {high:g}"
+        return f" from {_g(low)} to {_g(high)}"
     if has_low:
-        return f" >= {low:g}"
+        return f" >= {_g(low)}"
     if has_high:
-        return f" <= {high:g}"
+        return f" <= {_g(high)}"
     return ""

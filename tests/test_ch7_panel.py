@@ -122,6 +122,9 @@ def test_the_scenario_control_shows_a_scenarios_evidence_and_not_its_truth():
     assert paused and all(f"{p['port']}: {p['share']:.0%}, {p['pauses']}x, by the {p['by']}" in panel.text
                           for p in paused)
     assert ref.setup["network"] in panel.text and "storm" not in panel.text.split(":", 1)[1]   # the kind, once
+    fixed = panel.text.splitlines()[-1]                              # what the greyed controls are set to
+    assert f"nodes {ref.trace.world_size}," in fixed and "bandwidth 10 Gbit/s" in fixed
+    assert agrees(re.search(rf"latency {TIME}", fixed)[1], ref.setup["latency_s"]) and "greyed out" in fixed
     storm = ref.plan.knobs
     assert f"{storm['period'] * 1e6:g} us" not in panel.text and "culprit" not in panel.text
 
@@ -129,6 +132,10 @@ def test_the_scenario_control_shows_a_scenarios_evidence_and_not_its_truth():
     panel.set(scenario="slow_link")                                   # same seed, another kind
     assert panel.error is None and png(panel) != before
     assert "PFC pauses: none (no switch model" in panel.text
+    assert all(panel.controls[n].disabled for n in ("bucket", "overlap", "ranks", "bandwidth", "latency"))
+    setup = scenarios.scenario("slow_link", 2).setup
+    assert f"nodes {setup['ranks']}," in panel.text
+    assert ("bucket size and overlap do not apply" in panel.text) == (setup["workload"] == "ps")
     assert agrees(re.search(rf"step {TIME}", panel.text)[1], scenarios.scenario("slow_link", 2).trace.makespan)
 
     panel.set(seed=-1)                                                # refused in one line, named

@@ -12,6 +12,8 @@ import os
 import re
 import sys
 
+from .. import validate
+
 COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(parser) and main(args)
     "step": "one data-parallel training step: compute, communication and total time (chapter 1)",
     "bench": "an nccl-tests-style benchmark of a collective: time, algbw, busbw, formula (chapter 2)",
@@ -41,6 +43,31 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+class _Bar:
+    """A tqdm bar on stderr that shows itself only on long work (after 1 s) and on a terminal."""
+
+    def __init__(self, total: float, desc: str, unit: str):
+        from tqdm import tqdm
+        self.bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=True, delay=1.0, disable=None, leave=False,
+                        file=sys.stderr)
+
+    def to(self, done: float) -> None:
+        """Move the bar to `done` (of its total): the work's own count, never a guess."""
+        if self.bar.n != done:
+            self.bar.update(done - self.bar.n)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.close()
+
+
+def progress_bar(total: float, desc: str, unit: str = "B") -> _Bar:
+    """``with progress_bar(total_bytes, "incast") as bar: ... bar.to(done)``: progress on the command line."""
+    return _Bar(total, desc, unit)
+
+
 def flag_words(message: str) -> str:
     """A library error names its Python parameter ('intra_bandwidth: ...'); the CLI says its flag's name."""
     name, sep, rest = message.partition(":")
@@ -62,6 +89,8 @@ def main(argv=None) -> int:
         modules[name].add_parser(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "seed", None) is not None:      # every command's --seed, by one rule
+            validate.seed(args.seed)
         return modules[args.command].main(args) or 0
     except (ValueError, MemoryError) as exc:          # the library's checks name the parameter
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

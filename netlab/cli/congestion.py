@@ -29,8 +29,20 @@ planes, a link failure), each round a fresh fabric seeded ``--seed`` + round.
 """
 from __future__ import annotations
 
+from .. import validate as checks
 from ..units import fmt_bandwidth, fmt_bytes, fmt_time, parse_bandwidth, parse_bytes, parse_time
-from . import emit
+from . import emit, progress_bar
+
+# What one command may ask of the packet model, refused up front with the bound named. A packet costs
+# the model about 5 events with a window-based transport (send, queue, transmit, deliver, ACK) and
+# about 100 with a rate-based one (its pacing and rate timers), 2-7 us an event on one idle core
+# (benchmarks/congestion_speed.py), more with many senders. A setting estimated above MAX_EVENTS
+# (~1 min) is refused; one that needs more than STOP_EVENTS after all (timeouts resending whole
+# blocks) stops there, ~5 min in, and says so.
+MAX_SENDERS = 1024                  # hosts into the one port (the model's cost per event grows with them)
+MAX_EVENTS = 20_000_000             # estimated events: senders x ceil(block / 1500 B) x rounds x events a packet
+STOP_EVENTS = 100_000_000           # events one run may take
+EVENTS_PER_PACKET = {False: 5, True: 100}     # window-based, rate-based
 
 
 def add_parser(p) -> None:
@@ -242,10 +254,17 @@ def ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc
                           parse_time(args.reroute, "reroute") if args.reroute is not None else 10e-3)
     ecn = _ecn(args, transport, bandwidth) if any(getattr(args, k) is not None for k in
                                                   ("ecn_k", "ecn_kmin", "ecn_kmax", "ecn_pmax")) else "default"
-    runs = [ethernet.incast(args.senders, block, topology_spec=args.topology or "star", transport=transport,
-                            trim=args.trim, buffer=buffer, rto_min=rto_min, multipath=args.multipath or "ecmp",
-                            bandwidth=bandwidth, ecn=ecn, pfc=pfc, window=window, credit_rate=args.credit_rate,
-                            planes=1 if args.planes is None else args.planes, failure=failure, seed=args.seed + r) for r in range(rounds)]
+    runs = []
+    with progress_bar(args.senders * block * rounds, "incast") as bar:
+        for r in range(rounds):                        # a fresh fabric per round
+            runs.append(ethernet.incast(
+                args.senders, block, topology_spec=args.topology or "star", transport=transport, trim=args.trim,
+                buffer=buffer, rto_min=rto_min, multipath=args.multipath or "ecmp", bandwidth=bandwidth, ecn=ecn,
+                pfc=pfc, window=window, credit_rate=args.credit_rate, planes=1 if args.planes is None else args.planes,
+                failure=failure, seed=args.seed + r, event_limit=STOP_EVENTS))
+            if not runs[-1].complete:
+                raise _incomplete(r, rounds)
+            bar.to((r + 1) * args.senders * block)
     times = [r.completion_s for r in runs]
     totals = {k: sum(r.summary()[k] for r in runs) for k in ("drops", "marks", "trims", "timeouts", "retransmissions",
                                                               "nacks", "pause_s")}
@@ -273,6 +292,38 @@ def ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc
         f"  simulated in     {row['wall_s']:.2f} s ({row['events']} events)"])
     emit(row, args.json, text)
     return 0
+
+
+def check_work(args, block: int, rounds: int, transports) -> float:
+    """Refuse, naming the flag, a model run beyond MAX_SENDERS or MAX_EVENTS; returns the estimate."""
+    from ..fabric.switch import MTU
+    from ..fabric.transport import TRANSPORTS
+    checks.whole(args.senders, "senders", 1, MAX_SENDERS)
+    checks.whole(rounds, "rounds", 1)
+    per_block = -(-block // MTU)
+    packets = args.senders * per_block * rounds
+    events = sum(packets * EVENTS_PER_PACKET[bool(getattr(TRANSPORTS.get(t), "rate_based", False))]
+                 for t in transports)
+    if events > MAX_EVENTS:
+        # the flag furthest above its default is the one to lower
+        excess = {"block": block / (256 * 1024), "rounds": rounds / (20 if args.experiment == "incast" else 40),
+                  "senders": args.senders / 16}
+        flag = max(excess, key=excess.get)
+        what = (f"{args.senders} senders x {per_block:,} packets of {MTU} B x {rounds:,} rounds"
+                + (f", {len(transports)} transports" if len(transports) > 1 else "") + ": simulated events")
+        checks.too_big(flag, events, MAX_EVENTS, what)
+    return events
+
+
+def _incomplete(done: int, rounds: int) -> ValueError:
+    return ValueError(f"rounds: only {done} of {rounds} rounds finished within {STOP_EVENTS:,} events, the most one "
+                      "command may simulate (timeouts resend whole blocks); ask for fewer rounds or senders, "
+                      "a smaller block or a larger buffer")
+
+
+def _collapsed(exc: RuntimeError, senders: int, buffer: int) -> ValueError:
+    return ValueError(f"senders: {senders} senders into a {fmt_bytes(buffer)} buffer did not finish "
+                      f"({exc}; timeouts back off faster than the queue drains); fewer senders or a larger buffer")
 
 
 def main(args) -> int:
@@ -316,12 +367,19 @@ def main(args) -> int:
             name = next((k for k, v in CH9.items() if getattr(args, k) != v), "transport")
             raise ValueError(f"{name.replace('_', '-')}: chapter 9's options run with the incast experiment")
         validate(args.senders, block, bandwidth, buffer, transports[0], rto_min, rounds, None, None)
+        check_work(args, block, rounds, transports[:1])
         return ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc)
     for t in transports:                           # senders, rounds, sizes, ...: the library's own checks
         validate(args.senders, block, bandwidth, buffer, t, rto_min, rounds, _ecn(args, t, bandwidth), pfc)
+    check_work(args, block, rounds, transports)
+    total = args.senders * block * rounds * len(transports)
     if args.experiment == "jitter":
-        out = jitter(transports, rounds, args.senders, block, bandwidth, buffer, rto_min, background,
-                     pfc=pfc is not None, seed=args.seed)
+        with progress_bar(total, "jitter") as bar:
+            try:
+                out = jitter(transports, rounds, args.senders, block, bandwidth, buffer, rto_min, background,
+                             pfc=pfc is not None, seed=args.seed, event_limit=STOP_EVENTS, progress=bar.to)
+            except RuntimeError as exc:
+                raise _collapsed(exc, args.senders, buffer) from None
         rows = {t: {k: v for k, v in r.items() if k not in ("run", "times")} for t, r in out.items()}
         text = [f"# netlab congestion jitter: {args.senders} x {fmt_bytes(block)} per step, background load "
                 f"{background:.0%}, {rounds} steps; ideal step {fmt_time(next(iter(rows.values()))['ideal'])}"]
@@ -330,9 +388,15 @@ def main(args) -> int:
         emit(rows, args.json, "\n".join(text))
         return 0
     transport = transports[0]
-    run = incast(args.senders, block, bandwidth, buffer, transport, rto_min, rounds,
-                 _ecn(args, transport, bandwidth), pfc, args.shared_buffer, background=background,
-                 seed=args.seed, window=window)
+    with progress_bar(total, "incast") as bar:
+        try:
+            run = incast(args.senders, block, bandwidth, buffer, transport, rto_min, rounds,
+                         _ecn(args, transport, bandwidth), pfc, args.shared_buffer, background=background,
+                         seed=args.seed, window=window, event_limit=STOP_EVENTS, progress=bar.to)
+        except RuntimeError as exc:
+            raise _collapsed(exc, args.senders, buffer) from None
+    if not run.complete:
+        raise _incomplete(len(run.rounds), rounds)
     row = {"senders": args.senders, "block_bytes": block, "bandwidth_Bps": bandwidth, "buffer_bytes": buffer,
            "transport": transport, "rto_min_s": rto_min, "pfc": pfc is not None,
            "ideal_s": args.senders * block / bandwidth, **run.summary()}

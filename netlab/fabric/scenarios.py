@@ -118,7 +118,7 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
            window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
            persistent: bool = False, burst: int | None = None, event_limit: int | None = None,
-           delayed_ack: float | None = None) -> Run:
+           delayed_ack: float | None = None, progress=None) -> Run:
     """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
 
     ``window`` is each TCP receiver's advertised window in bytes (default Linux's initial 64 KB, from
@@ -134,6 +134,9 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
     ``delayed_ack`` (s; the Linux testbed's model sets it): the receivers ACK every second in-order
     segment, with that delayed-ACK timer, as Linux's do (``engine.Flow``); default None, every packet
     ACKed at once.
+    ``progress``: called now and then (every 4,096 events, and once at the end) with the bytes the
+    receiver has in order so far, out of ``senders * block * rounds`` (a progress bar's count);
+    the events run are the same with or without it.
     """
     import time
     validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
@@ -189,7 +192,20 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
         fab.schedule(rng.expovariate(1 / gap), arrival)
     if event_limit is not None:
         event_limit = validate_whole(event_limit, "event_limit", 1)
-    fab.run(time_limit, stop=lambda: state["round"] >= rounds, max_events=event_limit)
+    stop = lambda: state["round"] >= rounds                         # noqa: E731
+    if progress is not None:
+        ticks = [0]
+
+        def stop():
+            ticks[0] += 1
+            if not ticks[0] & 4095:
+                current = run.flows[-senders:] if state["round"] < rounds else []
+                progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
+            return state["round"] >= rounds
+    fab.run(time_limit, stop=stop, max_events=event_limit)
+    if progress is not None:
+        current = run.flows[-senders:] if state["round"] < rounds else []
+        progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
     if state["round"] < rounds and event_limit is not None and fab.events >= event_limit:
         run.complete = False
     elif state["round"] < rounds:
@@ -279,7 +295,8 @@ def default_ecn(transport: str, bandwidth: float) -> ECN | None:
 
 def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int = 4, block: int = 64 * 1024,
            bandwidth: float = 1e9 / 8, buffer=64 * 1024, rto_min: float = tp.RTO_MIN, background: float = 0.3,
-           pfc: bool = False, seed: int = 0, keep_runs: bool = False) -> dict:
+           pfc: bool = False, seed: int = 0, keep_runs: bool = False, event_limit: int | None = None,
+           progress=None) -> dict:
     """Round (step) times of synchronized bursts sharing the port with another job's seeded traffic.
 
     DCQCN always runs with PFC (RoCE is deployed lossless); ``pfc`` adds it for the others too.
@@ -288,12 +305,19 @@ def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int
     round a lossless, unshared port would take (N x block / B). ``keep_runs`` adds each transport's
     whole run under "run" (its fabric, flows and traces: about 15 MB per transport at 40 rounds, which
     a notebook kernel would otherwise keep for as long as it holds the result).
+    ``event_limit``: each transport's run stops there; a run it stops is refused (``ValueError``
+    naming rounds). ``progress``: as ``incast``'s, counting every transport's bytes one after another.
     """
     out = {}
-    for name in transports:
+    for i, name in enumerate(transports):
         control = PFC(buffer - headroom(bandwidth)) if pfc or name == "dcqcn" else None
+        before = i * senders * block * rounds
+        tick = None if progress is None else (lambda done, before=before: progress(before + done))
         run = incast(senders, block, bandwidth, buffer, name, rto_min, rounds, default_ecn(name, bandwidth),
-                     control, background=background, seed=seed)
+                     control, background=background, seed=seed, event_limit=event_limit, progress=tick)
+        if not run.complete:
+            raise ValueError(f"rounds: {name} finished {len(run.rounds)} of {rounds} rounds within "
+                             f"{event_limit:,} events, the most one run may take; ask for fewer rounds")
         times = np.asarray(run.rounds)
         out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
                      "max": float(times.max()), "mean": float(times.mean()),

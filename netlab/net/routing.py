@@ -190,8 +190,14 @@ class Router:
         return records, hops
 
     def _spray(self, src, dst):
-        """Fluid spraying: each switch splits a flow's bytes evenly over its ECMP set."""
+        """Fluid spraying: each switch splits a flow's bytes evenly over its ECMP set.
+
+        A step whose messages all stay inside hosts (a hierarchical schedule's intra-host phases)
+        leaves no flow for the network: no triples.
+        """
         V, E = self.topo.graph.number_of_nodes(), self.topo.links
+        if src.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         frag_flow, frag_node, frag_w = np.arange(src.size), src.copy(), np.ones(src.size)
         flows, links, weights = [], [], []
         while frag_flow.size:

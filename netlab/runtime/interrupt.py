@@ -40,7 +40,7 @@ def _stop(signum, frame) -> None:  # noqa: ARG001 -- a signal handler's signatur
         pass
     command = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else ""
     try:
-        os.write(2, f"netlab{' ' + command if command else ''}: {words}\n".encode())
+        os.write(2, f"{_after_bar()}netlab{' ' + command if command else ''}: {words}\n".encode())
     except OSError:
         pass
     pool = sys.modules.get("netlab.runtime.pool")
@@ -60,6 +60,15 @@ def _stop(signum, frame) -> None:  # noqa: ARG001 -- a signal handler's signatur
     if rundir is not None:
         rundir.remove_now()
     os._exit(code)
+
+
+def _after_bar() -> str:
+    """A newline when a progress bar is on the terminal, so the line starts after the bar, not in it."""
+    std = sys.modules.get("tqdm.std")
+    try:
+        return "\n" if std is not None and any(not b.disable for b in list(std.tqdm._instances)) else ""
+    except Exception:  # noqa: BLE001 -- tqdm's internals changed: the line as it is
+        return ""
 
 
 def _stop_forkserver() -> None:

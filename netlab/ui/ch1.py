@@ -41,6 +41,11 @@ class StepPanel(Panel):
             "device": dropdown(list(DEVICES), device, "device"),
         })
 
+    def greyed(self, values):
+        """One node sends nothing: the network's bandwidth and latency do not enter its step."""
+        alone = values["ranks"] == 1
+        return {"bandwidth": alone, "latency": alone}
+
     def render(self, ranks, bandwidth, latency, width, batch, device):
         if ranks * batch > self.samples:
             raise ValueError(f"batch: {ranks} nodes x {batch} samples exceed the {self.samples:,} training digits")

@@ -40,7 +40,10 @@ class PSPanel(Panel):
         super().__init__(controls)
 
     def greyed(self, values):
-        return {"staleness": values["mode"] != "ssp"}          # the staleness bound applies to SSP only
+        """The staleness bound applies to SSP only; one server holds every key (no sharding to choose);
+        without stragglers there is no one to slow down."""
+        return {"staleness": values["mode"] != "ssp", "sharding": values["servers"] == 1,
+                "slowdown": values["stragglers"] == 0}
 
     def _allreduce(self, workers, bandwidth, stragglers, slowdown):
         from ..ps.baseline import run_allreduce

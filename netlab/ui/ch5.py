@@ -65,8 +65,12 @@ class FabricPanel(Panel):
         super().__init__(self.controls, layout=columns(self.controls, left, right))
 
     def greyed(self, values):
-        """Fat-tree k means nothing to a spine-leaf fabric and the ratio nothing to a fat-tree."""
-        return {"k": values["fabric"] != "fat-tree", "ratio": values["fabric"] != "spine-leaf"}
+        """Fat-tree k means nothing to a spine-leaf fabric and the ratio nothing to a fat-tree; with one
+        GPU a server the three NIC designs are one; the seed shuffles a shuffled placement and seeds the
+        ECMP hash (and adaptive routing's ties), so an ordered, sprayed run has no use for it."""
+        return {"k": values["fabric"] != "fat-tree", "ratio": values["fabric"] != "spine-leaf",
+                "nics": values["gpus"] == 1,
+                "seed": values["placement"] == "ordered" and values["routing"] == "spray"}
 
     def run(self, fabric, k, ratio, gpus, nics, placement, routing, algo, ranks, size, seed):
         topo = panel_fabric(fabric=fabric, k=k, ratio=float(ratio), gpus=gpus, nics=nics, ranks=ranks)

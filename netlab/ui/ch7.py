@@ -138,13 +138,32 @@ class Ch7Panel(Panel):
         case = scenarios.scenario(kind, seed)
         self.last = case.trace                        # the trace and the public setup; the truth stays out
         self.setup = case.setup
-        text = "\n".join(scenario_lines(case.trace, case.setup, f"{kind}, seed {seed}"))
+        text = "\n".join(scenario_lines(case.trace, case.setup, f"{kind}, seed {seed}") + [fixed_line(case.setup)])
         p = case.trace.world_size
         fig = new_figure(12, 2.4 + 0.45 * p + 3.4)
         top, bottom = fig.subfigures(2, 1, height_ratios=[1.6 + 0.45 * p, 3.4])
         timeline(top, case.trace, title="per-rank timeline: compute (blue), communication (orange)")
         peer_matrix(bottom, case.trace, latency=case.setup["latency_s"], bandwidth=case.setup["bandwidth_Bps"])
         return text, fig
+
+
+def fixed_line(setup: dict) -> str:
+    """Which of the panel's controls the scenario sets itself (they are greyed out), and to what: only
+    what its public setup says (the network's nominal figures), so the line never names the culprit
+    (a bucket cap, a slow link)."""
+    nodes = f"nodes {setup['ranks']}"
+    net = f"bandwidth {fmt_bandwidth_bits(setup['bandwidth_Bps'])}, latency {fmt_time(setup['latency_s'])}"
+    if setup.get("workload") == "ps":
+        rest = "bucket size and overlap do not apply (parameter-server pushes and pulls, no buckets)"
+    else:
+        rest = "bucket size: the scenario's own, overlap on (buckets all-reduced during the backward pass)"
+    return (f"  fixed by the scenario, so the step's controls above are greyed out and not used: {nodes}, "
+            f"{net}, {rest}; the seed box picks the case")
+
+
+def fmt_bandwidth_bits(bytes_per_s: float) -> str:
+    """A NIC's rate as the controls write it: 10 Gbit/s."""
+    return f"{bytes_per_s * 8 / 1e9:g} Gbit/s"
 
 
 def scenario_lines(trace, setup: dict, title: str) -> list[str]:
