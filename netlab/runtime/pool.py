@@ -178,7 +178,14 @@ class Cluster:
         p.join(timeout=1.0)
         if p.exitcode == 255:                # what multiprocessing reports when the fork server is gone
             self._raise_if_forkserver_died(wait=1.0)
-        raise RankDied(rank, p.exitcode if p.exitcode is not None else -signal.SIGKILL, oom)
+        raise RankDied(rank, p.exitcode if p.exitcode is not None else -signal.SIGKILL, oom,
+                       note=self._grew_note() if oom else "")
+
+    def _grew_note(self) -> str:
+        """After an OOM kill: what the memory check saw when it let the run start (memory.after_the_check)."""
+        from ..memory import after_the_check
+        alive = [p.pid for r, p in enumerate(self.procs) if p.pid and death.running(p.pid, self._started[r])]
+        return after_the_check(alive)
 
     def _raise_if_forkserver_died(self, wait: float, starting: int | None = None) -> None:
         """Raise RankDied naming the fork server if it died (waiting up to `wait` s to see it dead).
@@ -200,6 +207,8 @@ class Cluster:
             note += f"; {_ranks(ended)} ended too (how cannot be read: the fork server reported it)"
         if running:
             note += f"; {_ranks(running)} still ran and were stopped"
+        if oom:
+            note += self._grew_note()
         note += ". The next run starts a fresh fork server and pool"
         raise RankDied(None, code, oom, "fork server", pid, note)
 
