@@ -291,11 +291,11 @@ def after_the_check(rank_pids: list[int]) -> str:
         return ""
     gb = 1e9
     held = [private_bytes(pid) for pid in rank_pids]
-    text = (f"; memory grew after the check: when it let {check.what} start, {check.available / gb:.2f} GB was free "
+    text = (f"; memory grew after the check: it let {check.what} start with {check.available / gb:.2f} GB free "
             f"for its estimated {check.ranks * check.per_rank / gb:.2f} GB plus {MEMORY_HEADROOM / gb:.1f} GB to "
-            f"spare ({check.used / gb:.2f} GB of {check.limit / gb:.2f} GB in use), and then an OOM kill came")
+            f"spare ({check.used / gb:.2f} GB of {check.limit / gb:.2f} GB in use), then an OOM kill came")
     if held and max(held):
-        text += (f"; the ranks still alive hold {max(held) / 1e6:.0f} MB each at most, against the check's "
-                 f"{check.per_rank / 1e6:.0f} MB")
-    return text + (": other processes sharing this memory (another notebook's kernel or its ranks) grew after it, "
+        text += (f"; the ranks still alive hold at most {max(held) / 1e6:.0f} MB each (the check allowed "
+                 f"{check.per_rank / 1e6:.0f} MB)")
+    return text + (": other processes sharing this memory (another notebook's kernel or its ranks) grew, "
                    "or a rank outgrew the estimate")
