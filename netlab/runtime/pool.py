@@ -13,7 +13,9 @@ How it is built, and why (see DESIGN.md, "Facts that shape the work"):
 * Failures are loud and quick: a rank that raises gives ``RankError`` with its traceback as soon as
   it is reported; a rank that dies (exit, signal, segfault, OOM kill) gives ``RankDied`` naming the
   rank and its exit code or signal, and "out of memory?" only when the cgroup's OOM-kill counter
-  went up; a run that does not finish in ``timeout`` seconds gives ``RankTimeout`` naming what each
+  went up; a fork server that dies (at start-up, mid-run or between runs) gives ``RankDied`` naming
+  the fork server and its signal the same way (never multiprocessing's bare EOFError or its "exit
+  code 255" for ranks that still run); a run that does not finish in ``timeout`` seconds gives ``RankTimeout`` naming what each
   unfinished rank was waiting for; Ctrl-C / Kernel > Interrupt stops the ranks. In each case the
   pool is torn down and the next run starts a fresh one.
 * Nothing is left behind: each rank leads its own process group, so whatever it starts is killed
