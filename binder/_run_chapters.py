@@ -4,9 +4,13 @@
 
 MODE ``alone``: each chapter in a fresh kernel, shut down afterwards. MODE ``open``: each chapter in
 a fresh kernel that stays open (and idle) while the next chapters run, with PAUSE_S seconds between
-chapters. Per chapter: wall time, the cgroup's peak memory (reset before the chapter), the first error,
-and every process in the cgroup when the chapter ended (its RSS and anonymous memory, and what it is),
-which says where the memory went when a chapter was refused.
+chapters. MODE ``back-to-back``: the same with no pause at all (Run All in one tab, then the next:
+an instructor's demo). Every cell runs, as Run All would until the first error and on past it, so that
+every failing cell is counted. Per chapter: wall time, the cgroup's peak memory (reset before the
+chapter), the cells that failed and the first error, what netlab said it freed from idle chapters,
+and every process in the cgroup when the chapter ended (its RSS and anonymous memory, and what it
+is), which says where the memory went when a chapter was refused. At the end: the OOM kills the
+cgroup counted during this mode, and the processes still in it once every kernel was shut down.
 """
 from __future__ import annotations
 
@@ -69,45 +73,72 @@ def oom_kills() -> int:
     return 0
 
 
+def _failures(nb) -> tuple[list[int], str, list[str]]:
+    """(numbers of the cells that raised, the first error, netlab's 'freed ...' lines) from the outputs."""
+    failed, first, freed = [], "", []
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                failed.append(index)
+                if not first:
+                    lines = (out.get("evalue") or "").strip().splitlines()
+                    first = f"{out.get('ename')}: {lines[-1] if lines else ''}"
+            elif out.get("output_type") == "stream":
+                freed += [ln for ln in out.get("text", "").splitlines() if ln.startswith("netlab: freed ")]
+    return sorted(set(failed)), first, freed
+
+
 def main(mode, out, pause_s, timeout_s, *notebooks) -> int:
     rows, open_clients = [], []
+    kills_before = oom_kills()
+    keep_open = mode in ("open", "back-to-back")
     for i, path in enumerate(notebooks):
         if mode == "open" and i:
             time.sleep(float(pause_s))
         nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(nb, timeout=float(timeout_s), kernel_name="python3",
+        client = NotebookClient(nb, timeout=float(timeout_s), kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": os.path.dirname(path)}})
         reset_peak()
         started = time.monotonic()
         error = ""
         try:
-            if mode == "open":
-                client.km = client.create_kernel_manager()
-                client.start_new_kernel()
-                client.start_new_kernel_client()
-                for index, cell in enumerate(nb.cells):
-                    client.execute_cell(cell, index)
-                open_clients.append(client)
-            else:
-                client.execute()
-        except Exception as exc:  # noqa: BLE001 -- report it and go on with the next chapter
+            client.km = client.create_kernel_manager()
+            # as JupyterLab's server does, tell the kernel which notebook it runs (netlab names it)
+            client.start_new_kernel(env=dict(os.environ, JPY_SESSION_NAME=path))
+            client.start_new_kernel_client()
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)
+        except Exception as exc:  # noqa: BLE001 -- a dead kernel or a timeout: report it, go on
             error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+        if keep_open:
+            open_clients.append(client)
+        else:
+            _shut_down(client)
         wall = time.monotonic() - started
+        failed, first, freed = _failures(nb)
         peak = read_int("memory.max_usage_in_bytes", "memory.peak")
         rows.append({"chapter": os.path.basename(path), "wall_s": round(wall, 1), "peak_bytes": peak,
-                     "ok": not error, "error": error,
-                     "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current"),
+                     "ok": not error and not failed, "error": error or first, "failed_cells": failed,
+                     "freed": freed, "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current"),
                      "processes": processes()})
-        print(f"  {rows[-1]['chapter']}: {wall:.1f} s, peak {peak / 1e6:.0f} MB {error}", flush=True)
+        print(f"  {rows[-1]['chapter']}: {wall:.1f} s, peak {peak / 1e6:.0f} MB"
+              f"{f', cells failed {failed}' if failed else ''} {error or first} {' '.join(freed)}", flush=True)
     end = read_int("memory.usage_in_bytes", "memory.current")
     for client in open_clients:
-        try:
-            client._cleanup_kernel()
-        except Exception:  # noqa: BLE001
-            pass
+        _shut_down(client)
+    time.sleep(2.0)                                   # what a kernel started has two seconds to go
+    left = [p for p in processes() if p["what"] not in ("runner", "JupyterLab server") and p["pid"] != os.getpid()]
     with open(out, "w") as f:
-        json.dump({"chapters": rows, "oom_kills": oom_kills(), "end_bytes": end}, f, indent=2)
+        json.dump({"chapters": rows, "oom_kills": oom_kills() - kills_before, "end_bytes": end,
+                   "left_behind": left}, f, indent=2)
     return 0
+
+
+def _shut_down(client) -> None:
+    try:
+        client._cleanup_kernel()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 if __name__ == "__main__":

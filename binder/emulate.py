@@ -1,6 +1,6 @@
 """Build the Binder environment from binder/ as repo2docker would, then run every chapter in 1 CPU and 2 GB.
 
-    python binder/emulate.py                      # full size, both ways (takes a while on one CPU)
+    python binder/emulate.py                      # full size, all three modes (takes a while on one CPU)
     python binder/emulate.py --ci --chapters 1,2  # small version (the slow test)
 
 What it does, in repo2docker's order (repo2docker/buildpacks/base.py: pre-assemble, copy, assemble,
@@ -14,11 +14,15 @@ postBuild, start):
 3. ``binder/postBuild`` (installs netlab itself), then every kernel starts through ``binder/start``
    (its environment variables), pinned to one CPU (``taskset -c 0``), inside a memory cgroup
    limited to ``--memory`` (2 GB, mybinder.org's limit; cgroup v2 or v1, root needed).
-4. Each chapter runs top to bottom at full size (CI unset; ``--ci`` shrinks it) twice: one kernel at
-   a time (each shut down after its chapter), and with every earlier chapter's kernel left open, as
-   JupyterLab leaves them, with ``--pause`` seconds between chapters (a student reading on) and the
-   pools' idle release at ``NETLAB_IDLE_S``. Printed per chapter: wall time, the cgroup's peak
-   memory, and errors (a kernel killed for memory shows up as a dead kernel and an OOM count).
+4. Each chapter runs top to bottom at full size (CI unset; ``--ci`` shrinks it) in up to three
+   modes (``--modes``): ``alone``, one kernel at a time (each shut down after its chapter);
+   ``open``, with every earlier chapter's kernel left open, as JupyterLab leaves them, with
+   ``--pause`` seconds between chapters (a student reading on) and the pools' idle release at
+   ``NETLAB_IDLE_S``; ``back-to-back``, the same without any pause (Run All in one tab, then the
+   next: an instructor's demo), where an idle pool gives its ranks back only when another chapter
+   asks for them. Printed per chapter: wall time, the cgroup's peak memory, the cells that failed
+   (every cell runs, so each failure is counted), what netlab freed from idle chapters; per mode:
+   the OOM kills the cgroup counted and the processes left in it once every kernel was shut down.
 
 JupyterLab's server runs inside the same cgroup for the whole run (Binder's base image starts it; here
 it is installed beside the stand-ins), listening on loopback only, so its memory counts as on Binder;
@@ -168,19 +172,24 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--venv", default="/tmp/netlab-binder-venv")
     p.add_argument("--reuse", action="store_true", help="reuse an environment this script built before")
-    p.add_argument("--chapters", default="1,2,3,4,5")
+    p.add_argument("--chapters", default="all", help="numbers, e.g. 1,2,3 (default: every chapter)")
     p.add_argument("--memory", type=float, default=2.0, help="memory limit in GB (10^9 bytes; default 2)")
     p.add_argument("--cpu", default="0", help="CPU list for taskset (default: one CPU, 0)")
     p.add_argument("--ci", action="store_true", help="run the chapters at CI size (a quick check)")
-    p.add_argument("--modes", default="alone,open", help="alone (one kernel at a time), open (all left open)")
+    p.add_argument("--modes", default="alone,open,back-to-back",
+                   help="alone (one kernel at a time), open (all left open, --pause apart), back-to-back (no pause)")
     p.add_argument("--pause", type=float, default=40.0, help="seconds between chapters in 'open' mode")
     p.add_argument("--idle", type=float, default=30.0, help="NETLAB_IDLE_S for the kernels (binder/start's default on Binder: 30)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per cell")
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--no-server", action="store_true", help="do not run JupyterLab's server in the cgroup")
     args = p.parse_args(argv)
+    modes = args.modes.split(",")
+    for mode in modes:
+        if mode not in ("alone", "open", "back-to-back"):
+            p.error(f"--modes: alone, open or back-to-back, got {mode!r}")
     chapters = sorted(f for f in os.listdir(os.path.join(REPO, "labs")) if f.endswith(".ipynb")
-                      and f[:2].isdigit() and str(int(f[:2])) in args.chapters.split(","))
+                      and f[:2].isdigit() and (args.chapters == "all" or str(int(f[:2])) in args.chapters.split(",")))
     python = build(args.venv, args.reuse)
     cg = MemoryCgroup(int(args.memory * 1e9))
     env = dict(os.environ, PATH=os.path.join(args.venv, "bin") + os.pathsep + os.environ["PATH"],
@@ -191,7 +200,7 @@ def main(argv=None) -> int:
     env.pop("VIRTUAL_ENV", None)
     results = {}
     try:
-        for mode in args.modes.split(","):
+        for mode in modes:
             out = os.path.join(args.venv, f"results-{mode}.json")
             cmd = ["taskset", "-c", args.cpu, os.path.join(BINDER, "start"), python,
                    os.path.join(BINDER, "_run_chapters.py"), mode, out, str(args.pause), str(args.timeout),
@@ -209,25 +218,33 @@ def main(argv=None) -> int:
             results[mode] = json.load(open(out)) if os.path.exists(out) else {"error": "runner died"}
     finally:
         cg.remove()
-    log("\nchapter                          mode    wall_s   peak_MB  ok   note")
+    log("\nchapter                          mode          wall_s   peak_MB  ok   note")
     for mode, rows in results.items():
         for row in rows.get("chapters", []):
-            log(f"{row['chapter']:32s} {mode:6s} {row['wall_s']:7.1f} {row['peak_bytes'] / 1e6:8.0f}  "
-                f"{'yes' if row['ok'] else 'NO ':3s}  {row.get('error', '')[:80]}")
+            failed = f"cells failed {row['failed_cells']}: " if row.get("failed_cells") else ""
+            log(f"{row['chapter']:32s} {mode:12s} {row['wall_s']:7.1f} {row['peak_bytes'] / 1e6:8.0f}  "
+                f"{'yes' if row['ok'] else 'NO ':3s}  {failed}{row.get('error', '')[:80]}")
+            for line in row.get("freed", []):
+                log(f"    {line}")
             if not row["ok"]:                      # where the memory was when it failed
                 for proc in row.get("processes", []):
                     log(f"    pid {proc['pid']:>7d}  RSS {proc['rss_mb']:5d} MB  anon {proc['anon_mb']:5d} MB  {proc['what']}")
         if "error" in rows:
             log(f"{mode}: {rows['error']}")
-        log(f"{mode}: OOM kills {rows.get('oom_kills', '?')}; memory in use at the end "
-            f"{rows.get('end_bytes', 0) / 1e6:.0f} MB")
+        peak = max((row["peak_bytes"] for row in rows.get("chapters", [])), default=0)
+        failed = sum(len(row.get("failed_cells", [])) for row in rows.get("chapters", []))
+        left = rows.get("left_behind", [])
+        log(f"{mode}: peak {peak / 1e6:.0f} MB, OOM kills {rows.get('oom_kills', '?')}, cells failed {failed}; "
+            f"memory in use at the end {rows.get('end_bytes', 0) / 1e6:.0f} MB; processes left once every kernel "
+            f"was shut down: {len(left)}" + "".join(f"\n    pid {p['pid']} {p['rss_mb']} MB {p['what']}" for p in left))
     load = os.getloadavg()
     log(f"machine load average (1, 5, 15 min): {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": results, "load": load, "ci": args.ci}, f, indent=2)
     ok = all(r.get("ok") for rows in results.values() for r in rows.get("chapters", [])) and \
-        all("error" not in rows for rows in results.values())
+        all("error" not in rows and not rows.get("oom_kills") and not rows.get("left_behind")
+            for rows in results.values())
     return 0 if ok else 1
 
 

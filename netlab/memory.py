@@ -17,11 +17,16 @@ mount (a container without its own namespace) falls back to the mount's root.
 
 ``rank_bytes`` is the one estimate of a rank's memory that every launcher uses; ``check_memory``
 compares a run's estimate with what is free *now*: other notebooks' kernels and their idle rank
-pools count against the same 2 GB. Left out: swap and memory.high throttling.
+pools count against the same 2 GB. Before it refuses, it asks the idle pools of the user's other
+kernels to give their ranks back (``runtime/cooperate.py``) and runs if that freed enough, saying so
+("freed 0.6 GB from 2 idle chapters"). What it let start is remembered, so that an OOM kill during
+the run can say that memory grew after the check (``after_the_check``). Left out: swap and
+memory.high throttling.
 """
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 # Kept free beyond a run's own estimate: the fork server that starts ranks (torch preloaded,
@@ -157,6 +162,24 @@ def private_bytes(pid: int, root: str = "/") -> int:
     return total
 
 
+def anon_share_bytes(pid: int, root: str = "/") -> int:
+    """The process's share of the anonymous memory it maps (Pss_Anon + Pss_Shmem), in bytes; 0 if gone.
+
+    For a fork server and the ranks forked from it, these shares add up to the anonymous memory the
+    family holds (torch's pages, shared copy-on-write, are split among them): what ending them all
+    gives back. Kernels before 5.x have no Pss_Anon: Private_Dirty stands in (it leaves the shared
+    pages out).
+    """
+    fields = {}
+    for line in (_read(os.path.join(root, f"proc/{pid}/smaps_rollup")) or "").splitlines():
+        name, _, rest = line.partition(":")
+        if rest.split() and rest.split()[0].isdigit():
+            fields[name] = int(rest.split()[0]) * 1024
+    if "Pss_Anon" in fields:
+        return fields["Pss_Anon"] + fields.get("Pss_Shmem", 0)
+    return fields.get("Private_Dirty", 0)
+
+
 def trim_heap() -> bool:
     """Hand the C heap's free pages back to the system; True where that was possible (glibc).
 
@@ -184,6 +207,21 @@ def rank_bytes(tensor_bytes: float, copies: float, base: float = RANK_BASE) -> f
     return base + copies * tensor_bytes
 
 
+@dataclass
+class Check:
+    """A run the memory check let start: when, what was free and in use, and its estimate."""
+    time: float              # time.monotonic()
+    what: str
+    ranks: int
+    per_rank: float          # bytes
+    available: int           # bytes free for it (this notebook's own reusable ranks included)
+    used: int
+    limit: int
+
+
+_last_check: Check | None = None
+
+
 def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/",
                  held: list[int] | None = None) -> None:
     """Refuse, with a clear error, a run whose ranks would not fit in the memory that is free now.
@@ -191,19 +229,67 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root
     `held`: pids of ranks the run will reuse or replace (``netlab.cluster.check_memory`` passes the
     shared pool's; this module sits below the runtime and does not look for them). Their own memory
     is already counted as used, so up to `per_rank_bytes` each of it is counted as free.
-    Raising MemoryError here is better than what happens otherwise: the OOM killer ends a rank, or
-    the whole kernel, without a word.
+    When it does not fit, the idle pools of the user's other kernels are asked for their ranks
+    first (only for the real machine, `root` "/"). Raising MemoryError here is better than what
+    happens otherwise: the OOM killer ends a rank, or the whole kernel, without a word.
     """
     need = ranks * per_rank_bytes
     status = memory_status(root)
     if need + MEMORY_HEADROOM <= status.available:
+        _remember(what, ranks, per_rank_bytes, status, status.available)
         return              # fits in what is free: no need to read the ranks' smaps (~15 ms each, every change)
     reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (held or ()))
+    asked = None
+    if need + MEMORY_HEADROOM > status.available + reusable and root == "/":
+        from .runtime import cooperate
+        asked = cooperate.ask_idle_pools()
+        if asked.released:
+            before, status = status, memory_status(root)
+            freed = max(0, status.available - before.available)
+            if need + MEMORY_HEADROOM <= status.available + reusable:
+                n = len(asked.released)
+                print(f"netlab: freed {freed / 1e9:.1f} GB from {n} idle chapter{'s' if n > 1 else ''} "
+                      f"({', '.join(asked.released)}) for {what}", flush=True)
     if need + MEMORY_HEADROOM > status.available + reusable:
         gb = 1e9
+        tried = ""
+        if asked is not None and asked.asked:
+            tried = (f" Idle pools of other notebooks were asked for their ranks first: {len(asked.released)} of "
+                     f"{asked.asked} gave them back" + (f" ({len(asked.busy)} busy running)" if asked.busy else "")
+                     + ".")
         raise MemoryError(
             f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB) plus "
             f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {(status.available + reusable) / gb:.2f} GB is free "
             f"({status.used / gb:.2f} GB of {status.limit / gb:.2f} GB in use, {reusable / gb:.2f} GB of it by this "
-            f"notebook's own ranks; limit from {status.source}). Shut down other notebooks' kernels (or run "
+            f"notebook's own ranks; limit from {status.source}).{tried} Shut down other notebooks' kernels (or run "
             "netlab.shutdown() in them), or use fewer ranks or a smaller size.")
+    _remember(what, ranks, per_rank_bytes, status, status.available + reusable)
+
+
+def _remember(what, ranks, per_rank, status: MemoryStatus, available) -> None:
+    global _last_check
+    _last_check = Check(time.monotonic(), what, ranks, per_rank, int(available), status.used, status.limit)
+
+
+REMEMBER_S = 600.0           # a check this old is not taken to be the one that let a run start
+
+
+def after_the_check(rank_pids: list[int]) -> str:
+    """What to add to an OOM kill's error when the memory check let the run start: memory grew after it.
+
+    `rank_pids`: the run's ranks still alive (their private memory is measured now). '' when no check
+    in the last REMEMBER_S seconds let a run start.
+    """
+    check = _last_check
+    if check is None or time.monotonic() - check.time > REMEMBER_S:
+        return ""
+    gb = 1e9
+    held = [private_bytes(pid) for pid in rank_pids]
+    text = (f"; memory grew after the check: it let {check.what} start with {check.available / gb:.2f} GB free "
+            f"for its estimated {check.ranks * check.per_rank / gb:.2f} GB plus {MEMORY_HEADROOM / gb:.1f} GB to "
+            f"spare ({check.used / gb:.2f} GB of {check.limit / gb:.2f} GB in use), then an OOM kill came")
+    if held and max(held):
+        text += (f"; the ranks still alive hold at most {max(held) / 1e6:.0f} MB each (the check allowed "
+                 f"{check.per_rank / 1e6:.0f} MB)")
+    return text + (": other processes sharing this memory (another notebook's kernel or its ranks) grew, "
+                   "or a rank outgrew the estimate")

@@ -49,10 +49,11 @@ def test_chapter_1_runs_in_one_cpu_and_2_gb(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     import json
     data = json.load(open(result))
-    for mode in ("alone", "open"):
+    for mode in ("alone", "open", "back-to-back"):
         row, = data["results"][mode]["chapters"]
+        assert row["failed_cells"] == [] and data["results"][mode]["left_behind"] == []
         assert row["ok"] and 100e6 < row["peak_bytes"] < 2e9          # it ran, and inside the limit
-        if mode == "open":                                              # the kernel left open is listed
+        if mode != "alone":                                             # the kernel left open is listed
             assert any(p["what"] == "kernel" and p["rss_mb"] > 50 for p in row["processes"])
         assert any(p["what"] == "JupyterLab server" and p["rss_mb"] > 30 for p in row["processes"])  # counted too
         assert data["results"][mode]["oom_kills"] == 0

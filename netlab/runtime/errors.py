@@ -17,14 +17,28 @@ class RankError(RuntimeError):
 
 
 class RankDied(RankError):
-    """A rank process died (exit, signal, segfault, OOM kill) instead of answering."""
+    """A process of the run died (exit, signal, segfault, OOM kill) instead of answering.
 
-    def __init__(self, rank: int, exitcode: int, oom: bool | None = None):
+    Usually a rank (``rank`` is its number). When the fork server that starts the ranks died,
+    ``rank`` is None, ``process`` says "fork server" and ``pid`` is its pid: a run cannot go on
+    without it, because the ranks' exit statuses reach the launcher through it. ``note`` adds what
+    else is known (which ranks went with it, whether memory grew after the memory check).
+    """
+
+    def __init__(self, rank: int | None, exitcode: int, oom: bool | None = None, process: str = "rank",
+                 pid: int | None = None, note: str = ""):
         self.exitcode = exitcode                       # negative: the signal's number, as Process.exitcode
         self.oom = oom                                 # True: its cgroup counted an OOM kill
+        self.process, self.pid, self.note = process, pid, note
         how = death.describe(exitcode, oom)
-        self.rank, self.exc_type, self.remote_message, self.remote_traceback = rank, "RankDied", how, ""
-        RuntimeError.__init__(self, f"rank {rank} died: it {how}")
+        if process == "rank":
+            text = f"rank {rank} died: it {how}"
+        else:
+            text = f"the {process}{f' (pid {pid})' if pid else ''} that starts this notebook's ranks died: it {how}"
+        text += note
+        message = how + note if process == "rank" else text
+        self.rank, self.exc_type, self.remote_message, self.remote_traceback = rank, "RankDied", message, ""
+        RuntimeError.__init__(self, text)
 
 
 class RankTimeout(TimeoutError):

@@ -13,7 +13,9 @@ How it is built, and why (see DESIGN.md, "Facts that shape the work"):
 * Failures are loud and quick: a rank that raises gives ``RankError`` with its traceback as soon as
   it is reported; a rank that dies (exit, signal, segfault, OOM kill) gives ``RankDied`` naming the
   rank and its exit code or signal, and "out of memory?" only when the cgroup's OOM-kill counter
-  went up; a run that does not finish in ``timeout`` seconds gives ``RankTimeout`` naming what each
+  went up; a fork server that dies (at start-up, mid-run or between runs) gives ``RankDied`` naming
+  the fork server and its signal the same way (never multiprocessing's bare EOFError or its "exit
+  code 255" for ranks that still run); a run that does not finish in ``timeout`` seconds gives ``RankTimeout`` naming what each
   unfinished rank was waiting for; Ctrl-C / Kernel > Interrupt stops the ranks. In each case the
   pool is torn down and the next run starts a fresh one.
 * Nothing is left behind: each rank leads its own process group, so whatever it starts is killed
@@ -93,7 +95,10 @@ class Cluster:
         # every file below lives in this driver's folder, swept by the next driver if this one is killed
         self._dir = tempfile.mkdtemp(prefix="rendezvous-", dir=rundir.driver_dir())   # private (0700)
         rundir.adopt_multiprocessing_tempdir()                # the fork server's socket folder
-        self._oom = None
+        # until the ranks are up, an OOM kill is looked for in this process's cgroup (theirs, as a rule)
+        self._oom = death.OomWatch([os.getpid()])
+        self._fs_pid = death.forkserver_pid()
+        self._started: list[str | None] = []
         self._status = ctx.Array("c", world_size * worker.STATUS_BYTES, lock=False)
         alive_r, self._alive = ctx.Pipe(duplex=False)
         self._conns, self.procs = [], []
@@ -105,13 +110,23 @@ class Cluster:
                     p = ctx.Process(target=worker.main, name=f"netlab-rank-{rank}", daemon=True,
                                     args=(rank, world_size, os.path.join(self._dir, "rendezvous"), child,
                                           alive_r, self._status, pg_timeout))
-                    p.start()
-                    child.close()
+                    failed = None
+                    try:
+                        p.start()
+                    except (EOFError, OSError) as exc:   # the fork server did not answer: say why
+                        failed = f"{type(exc).__name__}: {exc}"
+                    finally:
+                        child.close()
+                    if failed is not None:                 # raised here, without the bare EOFError as context
+                        self._raise_if_forkserver_died(wait=2.0, starting=rank)
+                        raise RuntimeError(f"could not start rank {rank}: the fork server did not answer ({failed})")
+                    self._fs_pid = death.forkserver_pid()   # started (or restarted) by the first start()
                     self._conns.append(parent)
                     self.procs.append(p)
+                    self._started.append(death.start_time(p.pid))
             alive_r.close()
             self.pids = self._gather_ready(start_timeout)
-            self._oom = death.OomWatch(self.pids)
+            self._oom = death.OomWatch(self.pids + [self._fs_pid or os.getpid()])
         except BaseException:
             self.close(force=True)
             raise
@@ -161,9 +176,43 @@ class Cluster:
             return
         rank = first if first in dead else dead[0]
         p = self.procs[rank]
-        oom = self._oom.verdict(rank, p.pid) if self._oom is not None else None   # before reaping
+        oom = self._oom.verdict(rank) if self._oom is not None else None   # before reaping
         p.join(timeout=1.0)
-        raise RankDied(rank, p.exitcode if p.exitcode is not None else -signal.SIGKILL, oom)
+        if p.exitcode == 255:                # what multiprocessing reports when the fork server is gone
+            self._raise_if_forkserver_died(wait=1.0)
+        raise RankDied(rank, p.exitcode if p.exitcode is not None else -signal.SIGKILL, oom,
+                       note=self._grew_note() if oom else "")
+
+    def _grew_note(self) -> str:
+        """After an OOM kill: what the memory check saw when it let the run start (memory.after_the_check)."""
+        from ..memory import after_the_check
+        alive = [p.pid for r, p in enumerate(self.procs) if p.pid and death.running(p.pid, self._started[r])]
+        return after_the_check(alive)
+
+    def _raise_if_forkserver_died(self, wait: float, starting: int | None = None) -> None:
+        """Raise RankDied naming the fork server if it died (waiting up to `wait` s to see it dead).
+
+        The ranks do not need it to run, but their exit statuses reach this process through it, so
+        the pool cannot tell a rank's death any more: the caller tears the pool down.
+        """
+        # while starting, the one start() just asked (it may have restarted a dead one); else the pool's own
+        pid = (death.forkserver_pid() or self._fs_pid) if starting is not None else self._fs_pid
+        code = death.forkserver_exit(pid, wait)
+        if code is None:
+            return
+        index = len(self._oom.pids) - 1 if self._oom is not None else 0
+        oom = self._oom.verdict(index) if self._oom is not None else None
+        ended = [r for r, p in enumerate(self.procs) if p.pid and not death.running(p.pid, self._started[r])]
+        running = [r for r in range(len(self.procs)) if r not in ended]
+        note = f" while rank {starting} was being started" if starting is not None else ""
+        if ended:
+            note += f"; {_ranks(ended)} ended too (how cannot be read: the fork server reported it)"
+        if running:
+            note += f"; {_ranks(running)} still ran and were stopped"
+        if oom:
+            note += self._grew_note()
+        note += ". The next run starts a fresh fork server and pool"
+        raise RankDied(None, code, oom, "fork server", pid, note)
 
     def status(self) -> list[str]:
         """What each rank is waiting for right now ('' if it is not blocked in a receive or send)."""
@@ -231,8 +280,13 @@ class Cluster:
 
     def _collect(self, conns, messages, timeout: float) -> list:
         """Send one message to each rank, then wait for every reply, a failure, a death or the deadline."""
-        for conn, message in zip(conns, messages):
-            conn.send(message)
+        for rank, (conn, message) in enumerate(zip(conns, messages)):
+            try:
+                conn.send(message)
+            except OSError:                            # BrokenPipeError, ConnectionResetError: it died
+                self._raise_if_died(grace=1.0, first=rank)
+                raise RankError(rank, "ConnectionClosed", "the rank closed its pipe to the launcher but did "
+                                "not exit", "") from None
         pending = set(range(len(conns)))
         replies = [None] * len(conns)
         deadline = time.monotonic() + timeout
@@ -266,6 +320,8 @@ class Cluster:
         there 0.5 s later, every rank at once.
         """
         _live.discard(self)
+        if force and any(p.exitcode == 255 for p in self.procs):
+            death.forkserver_exit(self._fs_pid, wait=1.0)   # a dead fork server: the next pool starts a fresh one
         if not force:
             for conn in self._conns:
                 try:
@@ -291,6 +347,10 @@ class Cluster:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
 
 
 def _wait_all(procs, seconds: float) -> None:

@@ -2,7 +2,8 @@
 
 One pool per driver, started on the first run and replaced by a larger one when more ranks are
 asked for; smaller worlds run on a gloo subgroup of it. A pool nobody has used for ``IDLE_S``
-seconds (``NETLAB_IDLE_S``, default 120) gives its ranks back. Left out: the pool itself
+seconds (``NETLAB_IDLE_S``, default 120) gives its ranks back, and so does an idle pool that another
+kernel of the same user needs the memory of (``cooperate.py``). Left out: the pool itself
 (``pool.py``) and choosing between this pool and torchrun (``launch.py``).
 """
 from __future__ import annotations
@@ -11,7 +12,8 @@ import os
 import sys
 import threading
 
-from ..memory import trim_heap
+from ..memory import anon_share_bytes, trim_heap
+from . import cooperate, death
 from .pool import DEFAULT_TIMEOUT, Cluster, _live, _turn, check_ranks
 from .pool import _lock as pool_lock
 
@@ -39,6 +41,7 @@ def _pool(ranks: int) -> Cluster:                    # caller holds pool._lock
         if _default is not None:
             _default.close(force=not _default.alive)
         _default = Cluster(ranks)
+        _responder.ensure_running()                 # from now on, other kernels may ask for its ranks
     return _default
 
 
@@ -121,6 +124,47 @@ def _arm_idle_release() -> None:             # caller holds _idle_lock
     _idle_timer.start()
 
 
+def _stop_forkserver_if_unused() -> None:
+    """The fork server holds torch too (~150 MB of its own): stop it once no pool needs it."""
+    if not _live:
+        from multiprocessing import forkserver
+        stop = getattr(forkserver._forkserver, "_stop", None)
+        if stop is not None:
+            stop()
+
+
+def _holding() -> bool:
+    """Whether this driver holds memory another kernel could ask for: the shared pool or the fork server."""
+    return _default is not None or (not _live and death.forkserver_pid() is not None)
+
+
+def release_for_another() -> int | None:
+    """Give the shared pool and the fork server back now, for another kernel that needs the memory,
+    unless a run is in progress (then None: a running pool is never interrupted). Returns the private
+    memory those processes held, measured just before (bytes, their shares of it: memory.anon_share_bytes)."""
+    global _default, _idle_timer
+    if not pool_lock.acquire(blocking=False):
+        return None
+    try:
+        with _idle_lock:
+            _cancel_idle_release()
+            pool, _default, _idle_timer = _default, None, None
+        pids = list(pool.pids) if pool is not None and pool.procs else []
+        if not _live and death.forkserver_pid() is not None:
+            pids.append(death.forkserver_pid())
+        held = sum(anon_share_bytes(pid) for pid in pids)
+        if pool is not None:
+            pool.close(force=True)                 # idle ranks: nothing to finish, and the asker waits
+        _stop_forkserver_if_unused()
+        trim_heap()
+        return held
+    finally:
+        pool_lock.release()
+
+
+_responder = cooperate.Responder(release_for_another, _holding)
+
+
 def _release_if_idle(armed: int) -> None:
     global _default, _idle_timer
     if not pool_lock.acquire(blocking=False):
@@ -131,11 +175,7 @@ def _release_if_idle(armed: int) -> None:
                 return                        # a run happened since this timer was armed
             pool, _default, _idle_timer = _default, None, None
         pool.close(force=not pool.alive)
-        if not _live:                         # the fork server holds torch too (~150 MB): stop it
-            from multiprocessing import forkserver
-            stop = getattr(forkserver._forkserver, "_stop", None)
-            if stop is not None:
-                stop()
+        _stop_forkserver_if_unused()
         trim_heap()                           # and the kernel's own freed heap (memory.trim_heap)
     finally:
         pool_lock.release()
