@@ -102,9 +102,12 @@ class Network:
             raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
         if self.congestion is not None:
             from ..fabric.congestion import Congestion
-            if not isinstance(self.congestion, Congestion):
+            from ..fabric.flows import FlowFabric
+            if isinstance(self.congestion, FlowFabric):             # chapter 5's topologies, flow by flow
+                self.congestion.check(self)
+            elif not isinstance(self.congestion, Congestion):
                 raise ValueError(f"congestion: a netlab.fabric.Congestion, got {self.congestion!r}")
-            if self.ranks_per_host != 1:
+            elif self.ranks_per_host != 1:
                 raise ValueError("congestion: one rank per host only (the switch fabric has no intra-host links)")
 
     def host(self, rank: int) -> int:
