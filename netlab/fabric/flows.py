@@ -48,11 +48,15 @@ class FlowFabric:
                random order), or a sequence of accelerator slots, one per rank.
     routing:   'ecmp' (one hashed path per sender -> receiver pair, chapter 5's) or 'spray'.
     seed:      the ECMP hash's seed (and the shuffle's).
+    causal:    refuse a send that starts before the sender's last reported time (its clock moved back):
+               a judge's guarantee that a program cannot buy time by rewriting its own clock. Off by
+               default, since code that keeps a second timeline (``netlab.overlap``) sets its clock back.
     """
     topology: object
     placement: object = "ordered"
     routing: str = "ecmp"
     seed: int = 0
+    causal: bool = False
     address: str = ""           # set by the launcher for one run
     authkey: bytes = b""
 
@@ -121,6 +125,7 @@ class FlowEngine:
         self._routes: dict = {}
         self._version = 0
         self._last = 0.0                                             # when `left` was last brought up to date
+        self.last_delivery = 0.0                                     # when the last message landed
 
     # -- the event heap ------------------------------------------------------------------------------
     def schedule(self, t: float, fn, arg=None) -> None:
@@ -165,6 +170,7 @@ class FlowEngine:
     def _begin(self, flow: _Flow) -> None:
         self._settle()
         if flow.size <= 0:                                           # an empty message: its alpha only
+            self.last_delivery = max(self.last_delivery, self.now)
             flow.on_done(self.now)
             return
         self.active.append(flow)
@@ -198,10 +204,12 @@ class FlowEngine:
         for f in done:
             f.left = 0.0
         self._solve()
+        if done:
+            self.last_delivery = max(self.last_delivery, self.now)
         for f in sorted(done, key=lambda f: f.key):
             f.on_done(self.now)
 
     # -- what it observed ----------------------------------------------------------------------------
     def summary(self) -> dict:
-        return {"model": "flows", "flows": self.flows, "events": self.events,
+        return {"model": "flows", "flows": self.flows, "events": self.events, "last_delivery": self.last_delivery,
                 "link_bytes": [float(b) for b in self.link_bytes]}

@@ -304,6 +304,9 @@ class Coordinator:
                     f"t={self.promise[rank]:.9g}s; the congestion fabric times a program conservatively and cannot "
                     f"go back in time: take messages as they arrive with comm.wait_first, or run without "
                     f"congestion=")
+            if self.flow_level and self.spec.causal and start < self.lb[rank]:
+                raise RuntimeError(f"network: rank {rank} sent at t={start:.9g}s, earlier than its own clock had "
+                                   f"reached (t={self.lb[rank]:.9g}s): a program's clock only moves forward")
             if self.fabric is not None and start < self.fabric.now:
                 raise RuntimeError(f"network: rank {rank} sent at t={start:.9g}s, after the congestion fabric had "
                                    f"timed events up to t={self.fabric.now:.9g}s (a send into its past)")
