@@ -77,7 +77,8 @@ class Watch:
             if event == "call":
                 if frame.f_code.co_filename.startswith(dist_dir) and not through_comm(frame.f_back):
                     name = frame.f_code.co_name
-                    hits.append(f"torch.distributed.{name}")
+                    wrapped = frame.f_locals.get("func") if name == "wrapper" else None    # c10d's logging decorator
+                    hits.append(f"torch.distributed.{getattr(wrapped, '__name__', name)}")
                     raise ForbiddenCall(hits[0])
             elif event == "c_call":
                 owner = getattr(arg, "__self__", None)
