@@ -68,18 +68,33 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def run_answer(chapter: str, source: str, origin: str, seed: int | None, time_limit_s: float) -> Outcome:
-    """Grade one answer in a subprocess; never raises for anything the answer does."""
-    with tempfile.TemporaryDirectory(prefix="netlab-grade-") as work:
-        spec, result = os.path.join(work, "spec.json"), os.path.join(work, "result.json")
-        with open(spec, "w") as f:
-            json.dump({"chapter": chapter, "source": source, "origin": origin, "seed": seed}, f)
+@dataclass
+class ChildRun:
+    """What a grading subprocess left: its result (None if it left none) or why not, and its output."""
+    result: dict | None
+    why: str
+    seconds: float
+    output: str
+    output_bytes: int
+
+
+def run_child(module: str, spec: dict, time_limit_s: float, env_extra: dict | None = None,
+              prefix: str = "netlab-grade-") -> ChildRun:
+    """``python -m MODULE SPEC.json RESULT.json`` sandboxed as above; never raises for what the child does.
+
+    The child writes ``RESULT.json.ready`` when its imports are done (the limit counts from then) and
+    RESULT.json as its last act."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as work:
+        spec_path, result = os.path.join(work, "spec.json"), os.path.join(work, "result.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
         home = os.path.join(work, "home")
         os.mkdir(home)
-        env = dict(os.environ, HOME=home, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", MPLBACKEND="Agg")
+        env = dict(os.environ, HOME=home, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", MPLBACKEND="Agg",
+                   **(env_extra or {}))
         env.pop("NETLAB_IDLE_S", None)
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "netlab.assignment._child", spec, result],
+        proc = subprocess.Popen([sys.executable, "-m", module, spec_path, result],
                                 cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=_limits(int(time_limit_s * 2) + 10))
@@ -104,8 +119,7 @@ def run_answer(chapter: str, source: str, origin: str, seed: int | None, time_li
         output, nbytes = box.get("output", ""), box.get("bytes", 0)
         if not timed_out and os.path.exists(result):
             with open(result) as f:
-                r = json.load(f)
-            return Outcome(r["passed"], r["message"], r["rows"], seconds, output, nbytes)
+                return ChildRun(json.load(f), "", seconds, output, nbytes)
         if timed_out and answer_started is None:
             why = f"the grading process did not start within {START_LIMIT} s (the machine is overloaded?)"
         elif timed_out:
@@ -116,4 +130,14 @@ def run_answer(chapter: str, source: str, origin: str, seed: int | None, time_li
         else:
             why = f"the grading process exited with status {proc.returncode} before the check finished (os._exit?)"
         tail = output.strip().splitlines()[-1:] if output.strip() else []
-        return Outcome(False, why + (f"; last output: {tail[0][:200]}" if tail else ""), [], seconds, output, nbytes)
+        return ChildRun(None, why + (f"; last output: {tail[0][:200]}" if tail else ""), seconds, output, nbytes)
+
+
+def run_answer(chapter: str, source: str, origin: str, seed: int | None, time_limit_s: float) -> Outcome:
+    """Grade one answer in a subprocess; never raises for anything the answer does."""
+    run = run_child("netlab.assignment._child",
+                    {"chapter": chapter, "source": source, "origin": origin, "seed": seed}, time_limit_s)
+    if run.result is not None:
+        r = run.result
+        return Outcome(r["passed"], r["message"], r["rows"], run.seconds, run.output, run.output_bytes)
+    return Outcome(False, run.why, [], run.seconds, run.output, run.output_bytes)

@@ -23,6 +23,7 @@ COMMANDS = {  # name -> help; the module netlab.cli.<name> defines add_parser(pa
     "congestion": "incast through a switch with a buffer, ECN and PFC: goodput, drops, timeouts (chapter 6)",
     "assignment": "hand out the chapters' exercises: a student version, or an nbgrader course",
     "grade": "grade a folder of submissions on real ranks, each answer sandboxed (CSV and JSON)",
+    "challenge": "the challenge's tasks: a collective on a fixed cluster, lowest virtual time wins",
     "analyze": "where a traced step's time went: breakdown, overlap, straggler, NIC utilisation (chapter 7)",
     "parallel": "data, tensor or pipeline parallelism: bytes per step and step time on real ranks (chapter 8)",
 }

@@ -1,4 +1,7 @@
-"""``python -m netlab grade SUBMISSIONS/``: run every student's answers against netlab.check, sandboxed."""
+"""``python -m netlab grade SUBMISSIONS/``: run every student's answers against netlab.check, sandboxed.
+
+``--challenge NAME --leaderboard OUT/`` grades a folder of challenge entries instead (``netlab.challenge``):
+each in its own sandbox, ranked by virtual time into OUT/leaderboard.csv, .json and .html."""
 from __future__ import annotations
 
 import json
@@ -14,9 +17,17 @@ def add_parser(p) -> None:
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds per exercise (default: each exercise's own, 120-420 s)")
     p.add_argument("--json", action="store_true", help="print the grade table as JSON")
+    p.add_argument("--challenge", default=None, metavar="NAME",
+                   help="grade challenge entries for this task instead (python -m netlab challenge lists them)")
+    p.add_argument("--leaderboard", default=None, metavar="OUT",
+                   help="with --challenge: folder for leaderboard.csv, .json and .html (default: leaderboard)")
 
 
 def main(args) -> int:
+    if args.challenge is not None:
+        return _challenge(args)
+    if args.leaderboard is not None:
+        raise ValueError("--leaderboard: goes with --challenge NAME (a challenge's board)")
     from ..assignment.grade import grade_all, write
     if args.time_limit is not None and not args.time_limit > 0:
         raise ValueError(f"--time-limit: seconds > 0, got {args.time_limit}")
@@ -33,4 +44,24 @@ def main(args) -> int:
             print(json.dumps(json.load(f), indent=2))
     else:
         print(f"wrote {csv_path} and {json_path}")
+    return 0
+
+
+def _challenge(args) -> int:
+    from ..challenge import board, task
+    t = task(args.challenge)
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise ValueError(f"--time-limit: seconds > 0, got {args.time_limit}")
+
+    def progress(r):
+        score = f"{r.time_s * 1e6:12.3f} us" if r.time_s is not None else " " * 15
+        print(f"{r.entry:>20}  {r.verdict:<20} {score}  {r.message[:80]}", file=sys.stderr)
+
+    rows = board.grade(args.submissions, t, args.seed, args.time_limit, progress)
+    paths = board.write(t, rows, args.leaderboard or "leaderboard", args.seed)
+    if args.json:
+        with open(paths["json"]) as f:
+            print(json.dumps(json.load(f), indent=2))
+    else:
+        print(f"wrote {paths['csv']}, {paths['json']} and {paths['html']}")
     return 0

@@ -39,8 +39,12 @@ in the spec's placement, each message is a flow over every shortest path between
 per sender -> receiver pair (a connection) lives across its messages. A network built with ``framing=``
 (``net/framing.py``) sends packets of its payload size with its headers on the wire.
 
-Left out on purpose: more than one rank per host (intra-host links); per-message cost is two local socket
-messages per side.
+``FlowFabric`` (``flows.py``) times the same way on a flow-level fabric instead: chapter 5's topologies with
+hosts of several accelerators behind shared NICs, each message a fluid flow over its routed path, max-min
+fair, events only where flows start and end.
+
+Left out on purpose: more than one rank per host on the packet fabric (intra-host links); per-message cost
+is two local socket messages per side.
 """
 from __future__ import annotations
 
@@ -55,6 +59,7 @@ from multiprocessing.connection import Client, Listener, wait
 
 from ..net.port import Port
 from .congestion import Congestion
+from .flows import FlowEngine, FlowFabric
 
 
 def _framing(link) -> tuple[int, int]:
@@ -121,10 +126,13 @@ class Coordinator:
     def __init__(self, ranks: int, network, directory: str):
         self.ranks, self.network = ranks, network
         self.spec: Congestion = network.congestion
-        if network.ranks_per_host != 1:
+        self.flow_level = isinstance(self.spec, FlowFabric)
+        if self.flow_level:
+            self.spec.check(network)
+        elif network.ranks_per_host != 1:
             raise ValueError("congestion: one rank per host only on real ranks (intra-host links are not "
                              "modelled by the switch fabric)")
-        if self.spec.storm is not None and self.spec.storm.rank >= ranks:
+        elif self.spec.storm is not None and self.spec.storm.rank >= ranks:
             raise ValueError(f"storm-rank: rank {self.spec.storm.rank} of {ranks}")
         key = secrets.token_bytes(16)
         self.address = os.path.join(directory, f"fabric-{secrets.token_hex(4)}")
@@ -148,7 +156,9 @@ class Coordinator:
         self.epoch = [0] * n
         self.deferred: list[tuple] = []              # reports from ranks already in the next epoch
         link = self.network.nic
-        if self.spec.ports_only:
+        if self.flow_level:                          # chapter 5's topologies, timed flow by flow (flows.py)
+            self.fabric = FlowEngine(self.spec, n)
+        elif self.spec.ports_only:
             self.out_ports = [Port() for _ in range(n)]
             self.in_ports = [Port() for _ in range(n)]
             self.fabric = None
@@ -294,6 +304,9 @@ class Coordinator:
                     f"t={self.promise[rank]:.9g}s; the congestion fabric times a program conservatively and cannot "
                     f"go back in time: take messages as they arrive with comm.wait_first, or run without "
                     f"congestion=")
+            if self.flow_level and self.spec.causal and start < self.lb[rank]:
+                raise RuntimeError(f"network: rank {rank} sent at t={start:.9g}s, earlier than its own clock had "
+                                   f"reached (t={self.lb[rank]:.9g}s): a program's clock only moves forward")
             if self.fabric is not None and start < self.fabric.now:
                 raise RuntimeError(f"network: rank {rank} sent at t={start:.9g}s, after the congestion fabric had "
                                    f"timed events up to t={self.fabric.now:.9g}s (a send into its past)")
@@ -323,7 +336,7 @@ class Coordinator:
             self.state[rank], self.waiting[rank] = "blocked", (what, key)
         elif kind == "any":
             _, keys, clock = message
-            if self.fabric is None:
+            if self.fabric is None or self.flow_level:
                 raise RuntimeError("network: waiting for the first of several messages needs a packet fabric")
             self.lb[rank] = max(self.lb[rank], clock)
             self.state[rank], self.waiting[rank] = "blocked", ("any", [(peer, rank, seq) for peer, seq in keys])
@@ -460,6 +473,13 @@ class Coordinator:
             msg.end = flow.done_at
             self._completed = True
 
+        def done_at(end, msg=msg):
+            msg.end = end
+            self._completed = True
+
+        if self.flow_level:
+            self.fabric.post((src, dst, seq), src, dst, msg.nbytes, start, lambda end: done_at(end))
+            return
         if self.spec.switched:
             from .ethernet import transport_options
             spec, net = self.spec, self.net
@@ -489,6 +509,8 @@ class Coordinator:
         """Drops, ECN marks, pause time, timeouts and retransmissions over the run (fabric runs)."""
         if self.fabric is None:
             return {"model": "ports"}
+        if self.flow_level:
+            return self.fabric.summary()
         ports = self.fabric.ports.values()
         senders = [f.sender for f in self.flows if f.sender is not None]
         out = {"model": "fabric", "drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
@@ -516,7 +538,7 @@ class Coordinator:
         ECN marks, priorities paused. Per sender -> receiver pair: the window (packets; DCQCN: rate in
         bytes/s) of its messages one after another. Per sending rank: cumulative retransmissions and
         timeouts. Each track: name, unit, times (s), values. Lists are shared, not copied."""
-        if self.fabric is None:
+        if self.fabric is None or self.flow_level:
             return []
         self.fabric.catch_up(self.fabric.now)        # timers asleep since their sender's last wake: fire them
         out = []

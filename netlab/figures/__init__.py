@@ -9,7 +9,8 @@
 * ``congestion``: incast runs, step-time CDFs, PFC victims, DCTCP and DCQCN queues (chapter 6);
 * ``trace``: a profiled step's kernels per rank, step time against bucket size (chapter 7);
 * ``codesign``, ``parallel``, ``capstone``: in-network aggregation, placement, a ring against an
-  all-to-all on an oversubscribed fat-tree, model parallelism's step time, scaling efficiency (chapter 8).
+  all-to-all on an oversubscribed fat-tree, model parallelism's step time, scaling efficiency (chapter 8);
+* ``challenge``: a challenge entry's per-link utilisation (``netlab.challenge``'s board).
 
 A figure function draws what it is given and returns the figure; it runs nothing (the experiments
 live with their subjects) and holds no widget (``netlab.ui``).

@@ -102,9 +102,11 @@ class Network:
         if not self.gamma >= 0:
             raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
         if self.congestion is not None:
-            if not _is_congestion(self.congestion):
+            if _is_instance(self.congestion, "netlab.fabric.flows", "FlowFabric"):   # chapter 5's topologies, flow by flow
+                self.congestion.check(self)
+            elif not _is_congestion(self.congestion):
                 raise ValueError(f"congestion: a netlab.fabric.Congestion, got {self.congestion!r}")
-            if self.ranks_per_host != 1:
+            elif self.ranks_per_host != 1:
                 raise ValueError("congestion: one rank per host only (the switch fabric has no intra-host links)")
 
     def host(self, rank: int) -> int:
@@ -135,8 +137,13 @@ def _is_congestion(spec) -> bool:
     """Whether `spec` is a ``netlab.fabric.Congestion``, without importing the fabric (it sits above
     this layer and imports it): an instance exists only once its module has been imported, so when
     ``sys.modules`` has no such module, nothing is one."""
-    module = sys.modules.get("netlab.fabric.congestion")
-    return module is not None and isinstance(spec, module.Congestion)
+    return _is_instance(spec, "netlab.fabric.congestion", "Congestion")
+
+
+def _is_instance(obj, module_name: str, cls: str) -> bool:
+    """isinstance(obj, module_name.cls) without importing the module: no instance exists before it is imported."""
+    module = sys.modules.get(module_name)
+    return module is not None and isinstance(obj, getattr(module, cls))
 
 
 @contextlib.contextmanager

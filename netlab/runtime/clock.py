@@ -196,7 +196,8 @@ class FabricClock(VirtualClock):
         self._fabric = FabricClient(network.congestion, rank)
         self._seq_out, self._seq_in = defaultdict(int), defaultdict(int)
         self._leaving: list = []                     # sends timed by the fabric that gloo has yet to move
-        self.arrivals = not network.congestion.ports_only   # a packet fabric knows when each message lands
+        # a packet fabric knows when each message lands; a flow fabric (FlowFabric.arrivals) does not say
+        self.arrivals = getattr(network.congestion, "arrivals", not network.congestion.ports_only)
 
     def restart(self) -> None:
         super().restart()

@@ -1,0 +1,181 @@
+"""Judge one challenge entry on real ranks: is the sum right, how long did it take on the task's fabric.
+
+An entry is ``allreduce(comm, x)``, run on every one of the task's ranks at once (as exercise 2's ring):
+`x` is this rank's float32 tensor of the task's size; when it returns, every rank's `x` (or the tensor
+it returns) must hold the element-wise sum of every rank's x. It moves data with ``comm``'s
+point-to-point calls only, and may use the lab's blocks built on them (``netlab.collectives``,
+``collectives.schedule.execute``, ...).
+
+What the judge does, on each rank:
+1. draws the rank's input, uniform in [-1, 1), from fresh entropy of its own (``os.urandom``): no rank
+   can know another's input without receiving it (with ``seed=`` given, from that seed instead);
+2. computes the reference with torch's own ``dist.all_reduce`` on a copy, outside the entry's time;
+3. runs the entry under a watch (``Watch``) that stops it, naming the call, as soon as it calls into
+   ``torch.distributed`` other than through ``comm`` (``dist.all_reduce``, ``dist.isend`` around comm's
+   clock, a process group's own methods), whether directly or through any other code;
+4. compares: every element within 2 p (p - 1) u of the reference (u = 2^-24, float32's unit roundoff;
+   inputs in [-1, 1) keep the sum of |x| under p, and two summation orders of p numbers differ by at
+   most 2 (p - 1) u times it), so any order of additions passes and a result that went through fp16 or
+   bf16 does not.
+
+The score is the virtual time at which the task's fabric delivered the entry's last message
+(``fabric.flows``, ``FlowFabric(causal=True)``: a rank's sends may not start before its own clock had
+reached, so no entry gains by rewriting its clock). The fabric is deterministic, so the same entry gets
+the same score on any machine, idle or loaded, and whatever its inputs.
+
+Verdicts: ``ok``; ``wrong result``; ``built-in collective`` (the watch stopped it); ``deadlock`` (every
+unfinished rank waits in comm after the ranks' time limit); ``timeout`` (some rank still computing);
+``error`` (a rank raised, or the fabric refused a send); and, from the sandbox (``board.py``),
+``crashed``, ``timeout`` and ``no entry``.
+
+What it does not do: stop a program that deliberately moves data outside torch.distributed (files,
+shared memory, sockets) or rewrites the judge in its own process. Like every public leaderboard
+(CS336's staff re-run and read the top entries), read the code of the entries at the top.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from netlab.lazy import lazy
+torch = lazy("torch", globals())
+dist = lazy("torch.distributed", globals())
+
+from .. import cluster, seeds
+from .tasks import Task, task as task_of
+
+CHALLENGE_STREAM = 10          # seeds.py's streams: the challenge's inputs, per rank (with seed= only)
+UNIT_ROUNDOFF = 2.0 ** -24
+_RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime") + os.sep
+
+
+class ForbiddenCall(BaseException):
+    """The entry called into torch.distributed other than through comm (a BaseException: not caught by
+    an ``except Exception`` in the entry)."""
+
+
+class Watch:
+    """``Watch(fn)(comm, x)``: run `fn`, stopping it at its first call into torch.distributed that does not
+    come through netlab's runtime (``comm``). A class with ``__call__`` so that it pickles by reference."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+        dist_dir = os.path.join(torch_dir, "distributed") + os.sep
+        hits: list[str] = []
+
+        def through_comm(frame) -> bool:
+            """Is the nearest frame outside torch (from `frame` outwards) netlab's runtime?"""
+            f = frame
+            while f is not None and f.f_code.co_filename.startswith(torch_dir):
+                f = f.f_back
+            return f is not None and f.f_code.co_filename.startswith(_RUNTIME)
+
+        def profile(frame, event, arg):
+            if event == "call":
+                if frame.f_code.co_filename.startswith(dist_dir) and not through_comm(frame.f_back):
+                    name = frame.f_code.co_name
+                    wrapped = frame.f_locals.get("func") if name == "wrapper" else None    # c10d's logging decorator
+                    hits.append(f"torch.distributed.{getattr(wrapped, '__name__', name)}")
+                    raise ForbiddenCall(hits[0])
+            elif event == "c_call":
+                owner = getattr(arg, "__self__", None)
+                module = getattr(type(owner), "__module__", "") or ""
+                if module.startswith("torch._C._distributed") and not through_comm(frame):
+                    hits.append(f"{type(owner).__name__}.{getattr(arg, '__name__', '?')}")
+                    raise ForbiddenCall(hits[0])
+
+        previous = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            out = self.fn(*args)
+        finally:
+            sys.setprofile(previous)
+        if hits:                                     # it caught our stop and went on: still forbidden
+            raise ForbiddenCall(hits[0])
+        return out
+
+
+def tolerance(p: int) -> float:
+    """Largest difference allowed from torch's sum of p inputs in [-1, 1) (see the module's docstring)."""
+    return 2 * p * (p - 1) * UNIT_ROUNDOFF * 1.01 + 1e-30
+
+
+def _input(comm, count: int, seed):
+    if seed is None:
+        g = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+    else:
+        g = seeds.torch_generator(seed, CHALLENGE_STREAM, comm.rank)
+    return torch.rand(count, generator=g, dtype=torch.float32) * 2 - 1
+
+
+def _trial(comm, fn, count: int, seed):
+    p = comm.world_size
+    x = _input(comm, count, seed)
+    expected = x.clone()
+    dist.all_reduce(expected, group=comm.group)             # the reference: torch's own collective
+    returned = Watch(fn)(comm, x)
+    got = returned if isinstance(returned, torch.Tensor) else x
+    got = got.detach().reshape(-1)
+    if got.numel() != count:
+        return {"wrong": f"rank {comm.rank} returned {got.numel():,} elements, expected {count:,}"}
+    diff = (got.to(torch.float64) - expected.to(torch.float64)).abs()
+    bad = (diff > tolerance(p)) | ~torch.isfinite(got)
+    if bad.any():
+        first = int(bad.nonzero()[0])
+        return {"wrong": f"rank {comm.rank}: {int(bad.sum()):,} of {count:,} elements differ from dist.all_reduce's "
+                         f"sum (the first is element {first:,})"}
+    return {}
+
+
+def _failure(exc, timeout: float) -> tuple[str, str]:
+    """(verdict, message) of a run that did not finish."""
+    if isinstance(exc, cluster.RankTimeout):
+        lines = [ln.strip() for ln in str(exc).splitlines()[1:] if ln.strip()]
+        busy = [ln for ln in lines if "busy" in ln]
+        if busy or not lines:
+            return "timeout", (f"the ranks did not finish within {timeout:g} s of wall time and "
+                               f"{len(busy)} were still computing ({'; '.join(busy[:2])})")
+        return "deadlock", (f"the ranks did not finish within {timeout:g} s, every unfinished one waiting in comm: "
+                            + "; ".join(lines[:3]) + (f"; +{len(lines) - 3} more" if len(lines) > 3 else ""))
+    if exc.exc_type == "ForbiddenCall":
+        return "built-in collective", (f"calls {exc.remote_message}: the entry must move its data with comm's "
+                                       "point-to-point calls (and the lab's blocks built on them)")
+    if exc.exc_type == "RankDied":
+        return "error", f"rank {exc.rank} died: it {exc.remote_message}"
+    return "error", f"rank {exc.rank} raised {exc.exc_type}: {exc.remote_message[:300]}"
+
+
+def link_table(t: Task, link_bytes, seconds: float) -> list[dict]:
+    """Per link: label, kind, bytes carried, utilisation over the entry's time (bytes / (capacity x time))."""
+    topo = t.topology()
+    out = []
+    for i, b in enumerate(link_bytes):
+        util = b / (topo.capacity[i] * seconds) if seconds > 0 else 0.0
+        out.append({"link": topo.link_label(i), "kind": topo.kind_of(i), "bytes": int(round(b)),
+                    "utilisation": round(float(util), 6)})
+    return out
+
+
+def judge(t, fn, seed: int | None = None) -> dict:
+    """Run entry `fn` on the task's real ranks; the verdict, the score and each link's utilisation."""
+    t = task_of(t)
+    try:
+        res = cluster.run(_trial, fn, t.count, seed, ranks=t.ranks, network=t.network(), timeout=t.rank_timeout_s)
+    except (cluster.RankTimeout, cluster.RankError) as exc:
+        verdict, message = _failure(exc, t.rank_timeout_s)
+        return {"verdict": verdict, "message": message}
+    wrong = next((v["wrong"] for v in res.values if v.get("wrong")), None)
+    if wrong:
+        return {"verdict": "wrong result", "message": wrong}
+    fab = res.fabric or {}
+    seconds = float(fab.get("last_delivery", 0.0))
+    if seconds <= 0:
+        return {"verdict": "wrong result", "message": "no message was sent: the ranks cannot have summed anything"}
+    algbw = t.nbytes / seconds / 1e9
+    busbw = algbw * 2 * (t.ranks - 1) / t.ranks
+    return {"verdict": "ok", "message": "", "time_s": seconds,
+            "algbw_GBps": algbw, "busbw_GBps": busbw, "messages": int(fab.get("flows", 0)),
+            "links": link_table(t, fab.get("link_bytes", []), seconds)}

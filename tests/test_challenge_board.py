@@ -1,0 +1,63 @@
+"""Every task's leaderboard, reproduced byte for byte from the shipped baselines.
+
+``tests/challenge_boards/<task>/`` holds the boards ``python -m netlab grade netlab/challenge/baselines/<task>
+--challenge <task> --leaderboard tests/challenge_boards/<task>`` wrote. Grading the baselines again, each in
+its own sandbox with fresh random inputs, must write the same CSV and JSON, and the same HTML page up to
+its embedded figures (PNG bytes depend on the machine's font rendering; each must still be a PNG).
+"""
+from __future__ import annotations
+
+import base64
+import os
+import re
+
+import pytest
+
+from netlab.challenge import TASKS, baselines, board
+
+BOARDS = os.path.join(os.path.dirname(__file__), "challenge_boards")
+IMG = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
+
+
+def _read(path, mode="r"):
+    with open(path, mode) as f:
+        return f.read()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_the_board_of_every_task_is_reproduced_byte_for_byte(name, tmp_path, run_cli):
+    committed = os.path.join(BOARDS, name.replace("-", "_"))
+    code, out, err = run_cli("grade", baselines(name), "--challenge", name, "--leaderboard", tmp_path)
+    assert code == 0, err
+    for ext in ("csv", "json"):
+        assert _read(tmp_path / f"leaderboard.{ext}", "rb") == _read(os.path.join(committed, f"leaderboard.{ext}"), "rb")
+    page, want = _read(tmp_path / "leaderboard.html"), _read(os.path.join(committed, "leaderboard.html"))
+    assert IMG.sub("PNG", page) == IMG.sub("PNG", want)
+    images = IMG.findall(page)
+    assert len(images) == len(board.entries(baselines(name)))
+    assert all(base64.b64decode(i).startswith(b"\x89PNG\r\n\x1a\n") for i in images)
+
+
+def test_the_committed_boards_rank_the_best_baseline_first_and_the_ring_last():
+    import json
+    for name in TASKS:
+        with open(os.path.join(BOARDS, name.replace("-", "_"), "leaderboard.json")) as f:
+            rows = json.load(f)["entries"]
+        assert [r["entry"] for r in rows] == ["best", "hierarchical", "ring"]
+        assert all(r["verdict"] == "ok" for r in rows)
+
+
+def test_grade_names_its_challenge_flags(run_cli, tmp_path):
+    code, _, err = run_cli("grade", tmp_path, "--leaderboard", tmp_path)
+    assert code == 2 and "--leaderboard:" in err
+    code, _, err = run_cli("grade", tmp_path, "--challenge", "allreduce-1g")
+    assert code == 2 and "challenge: unknown task" in err
+    code, _, err = run_cli("grade", tmp_path, "--challenge", "allreduce-4k")
+    assert code == 2 and "SUBMISSIONS: no entries" in err
+    code, out, _ = run_cli("challenge")
+    assert code == 0 and all(name in out for name in TASKS)
+    code, out, _ = run_cli("challenge", "allreduce-4k", "--starter", tmp_path / "mine.py")
+    assert code == 0 and "def allreduce(comm, x)" in (tmp_path / "mine.py").read_text()
+    code, _, err = run_cli("challenge", "allreduce-4k", "--starter", tmp_path / "mine.py")
+    assert code == 2 and "starter:" in err
