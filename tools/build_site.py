@@ -3,6 +3,7 @@
     python tools/build_site.py                  # sizes from the environment: CI set -> CI sizes, else full
     python tools/build_site.py --chapters 1,2   # only these chapters (and the docs)
     python tools/build_site.py --reuse          # keep executed chapters whose inputs did not change
+    python tools/build_site.py --out DIR        # the HTML in DIR (default _build/site), staged in DIR-src
 
 Steps, each printed with its wall time:
 1. stage the book in _build/site-src/: site/ (config, intro, CSS), docs/*.md, labs/*.ipynb, and a
@@ -16,7 +17,7 @@ Steps, each printed with its wall time:
    then dropped, so the pages load no widget JavaScript (and nothing from a CDN);
 4. render with Jupyter Book (execute_notebooks: off), warnings reported, into _build/site/.
 
-Executed chapters are kept in _build/site-exec/ with a key (the chapter's JSON, the sizes, and the
+Executed chapters are kept in _build/site-exec/SIZE/ (ci or full) with a key (the chapter's JSON, the sizes, and the
 netlab package's sources); --reuse skips a chapter whose key matches.
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
-SRC, EXEC, OUT, JB_OUT = BUILD / "site-src", BUILD / "site-exec", BUILD / "site", BUILD / "site-jb"
+SRC, EXEC, OUT, JB_OUT = BUILD / "site-src", BUILD / "site-exec", BUILD / "site", BUILD / "site-jb"   # see --out
 DOCS = ("course", "instructors", "architecture", "fabric", "scenarios")       # in this order, when present
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -314,7 +315,7 @@ def render() -> list[str]:
     proc = subprocess.run([str(jb), "build", str(SRC), "--builder", "html", "--path-output", str(JB_OUT)],
                           capture_output=True, text=True)
     log = proc.stdout + proc.stderr
-    (BUILD / "site-build.log").write_text(log)
+    OUT.with_name(OUT.name + "-build.log").write_text(log)
     if proc.returncode != 0 or not (JB_OUT / "_build" / "html" / "index.html").exists():
         raise SystemExit(f"build_site: jupyter-book failed (exit {proc.returncode}); the end of its log:\n{log[-3000:]}")
     if OUT.exists():
@@ -325,11 +326,15 @@ def render() -> list[str]:
 
 
 def main(argv=None) -> int:
+    global SRC, EXEC, OUT, JB_OUT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chapters", help="comma-separated chapter numbers (6 includes the appendix); default all")
     ap.add_argument("--reuse", action="store_true", help="keep executed chapters whose inputs did not change")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the HTML goes (default _build/site)")
     ap.add_argument("--cell-timeout", type=float, default=900, help="seconds one cell may run (default 900)")
     args = ap.parse_args(argv)
+    OUT = args.out.resolve()
+    SRC, JB_OUT, EXEC = OUT.with_name(OUT.name + "-src"), OUT.with_name(OUT.name + "-jb"), EXEC / sizes()
     only = None
     if args.chapters:
         try:
@@ -373,7 +378,7 @@ def main(argv=None) -> int:
     warnings = render()
     print(f"  rendered in {time.monotonic() - t0:.1f} s, {len(warnings)} warning(s)"
           + "".join(f"\n    {w}" for w in warnings[:20]), flush=True)
-    print(f"site: {OUT.relative_to(ROOT)}/index.html in {time.monotonic() - started:.0f} s "
+    print(f"site: {OUT}/index.html in {time.monotonic() - started:.0f} s "
           f"(load average {os.getloadavg()[0]:.1f})")
     return 0
 
