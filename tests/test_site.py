@@ -210,13 +210,13 @@ def objectives(nb: dict) -> list[str]:
 
 def plain(markdown: str) -> str:
     """Markdown's words as a browser shows them: no emphasis marks or backticks, single spaces."""
-    return " ".join(re.sub(r"[*_`]", "", markdown).split())
+    return " ".join(re.sub(r"[*_`]", "", markdown).replace("’", "'").split())
 
 
 def test_contents_page_lists_every_chapter_with_objectives_and_binder(crawl):
     pages, _ = crawl
     index = pages["index.html"]
-    text = " ".join(index["text"].split())
+    text = " ".join(index["text"].replace("’", "'").split())
     for path in CHAPTERS:
         nb = json.loads(path.read_text())
         title = next(ln[2:] for ln in "".join(nb["cells"][0]["source"]).splitlines() if ln.startswith("# "))

@@ -218,10 +218,30 @@ def _status_line(value: str) -> bool:
     return bool(re.search(r"this change took|computing&hellip;|computing\.\.\.", value))
 
 
+def _is_question(model_id: str, state: dict) -> bool:
+    """A prediction (netlab.ui.predict): a widget with a 'Lock my answer' button and no output area."""
+    names, stack = [], [model_id]
+    while stack:
+        model = state.get(stack.pop())
+        if model is None:
+            continue
+        names.append((model["model_name"], model["state"].get("description") or ""))
+        stack += [c[len("IPY_MODEL_"):] for c in model["state"].get("children", [])
+                  if isinstance(c, str) and c.startswith("IPY_MODEL_")]
+    return (any(n == "ButtonModel" and d.lower().startswith("lock") for n, d in names)
+            and not any(n == "OutputModel" for n, _ in names))
+
+
 def static_outputs(model_id: str, state: dict) -> list[dict]:
-    """The outputs that stand for the widget `model_id`: what it shows now, in page order."""
+    """The outputs that stand for the widget `model_id`: what it shows now, in page order.
+
+    A panel: its controls' values ("drawn at"), then its Output widget's outputs (text, figure), then
+    the note that it needs a kernel. A prediction: its question and choices, then the note that the
+    answer is locked, and the measurement run, in the live notebook (what it shows after its button
+    is left out: it only appears once answered).
+    """
     html_parts, outputs, settings = [], [], []
-    question = False
+    question, after_button = _is_question(model_id, state), False
 
     def flush():
         if html_parts:
@@ -231,14 +251,16 @@ def static_outputs(model_id: str, state: dict) -> list[dict]:
             html_parts.clear()
 
     def walk(mid: str):
-        nonlocal question
+        nonlocal after_button
         model = state.get(mid)
         if model is None:
             return
         name, st = model["model_name"], model["state"]
-        if name in ("HTMLModel", "HTMLMathModel", "LabelModel"):
+        if name == "ButtonModel":
+            after_button = True
+        elif name in ("HTMLModel", "HTMLMathModel", "LabelModel"):
             value = st.get("value") or ""
-            if value.strip() and not _status_line(value):
+            if value.strip() and not _status_line(value) and not (question and after_button):
                 html_parts.append(f"<div>{value if name != 'LabelModel' else html.escape(value)}</div>")
         elif name == "OutputModel":
             if settings:                           # a panel: the settings its figure was drawn at
@@ -253,14 +275,14 @@ def static_outputs(model_id: str, state: dict) -> list[dict]:
                     if not out["data"]:
                         continue
                 outputs.append(out)
-        elif name == "RadioButtonsModel" and st.get("index") is None:
-            question = True
-            html_parts.append('<ol class="netlab-options" type="a">'
-                              + "".join(f"<li>{html.escape(o)}</li>" for o in st.get("_options_labels", []))
-                              + "</ol>")
+        elif question:
+            if name == "RadioButtonsModel":
+                html_parts.append('<ol class="netlab-options" type="a">'
+                                  + "".join(f"<li>{html.escape(o)}</li>" for o in st.get("_options_labels", []))
+                                  + "</ol>")
         elif name.endswith(CONTROL_MODELS):
             value = _value(st)
-            if value is not None:
+            if value:
                 settings.append(f"{_label(st) or 'value'} <b>{html.escape(value)}</b>")
         for child in st.get("children", []):
             if isinstance(child, str) and child.startswith("IPY_MODEL_"):
