@@ -35,7 +35,9 @@ import pytest
 
 from browser_driver import CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT
 
-pytestmark = pytest.mark.slow
+# Slow: the first test builds the site (every chapter executed at CI size, 6-7 min on 2 loaded cores);
+# the timeout covers that fixture too.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 CHAPTERS = sorted((ROOT / "labs").glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "labs").glob("appendix_*.ipynb"))
 

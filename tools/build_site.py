@@ -232,6 +232,33 @@ def _is_question(model_id: str, state: dict) -> bool:
             and not any(n == "OutputModel" for n, _ in names))
 
 
+def _descendants(model_id: str, state: dict) -> list[tuple[str, dict]]:
+    """(model name, state) of the widget and everything inside it, depth first, in display order."""
+    model = state.get(model_id)
+    if model is None:
+        return []
+    found = [(model["model_name"], model["state"])]
+    for child in model["state"].get("children", []):
+        if isinstance(child, str) and child.startswith("IPY_MODEL_"):
+            found += _descendants(child[len("IPY_MODEL_"):], state)
+    return found
+
+
+def _progress_line(parts: list[tuple[str, dict]]) -> str | None:
+    """A progress bar (tqdm's: an HBox of HTML, a progress bar, HTML) as one line, as it ended; None otherwise."""
+    if not any(name.endswith("ProgressModel") for name, _ in parts):
+        return None
+    if any(name.endswith(CONTROL_MODELS) or name in ("ButtonModel", "OutputModel") for name, _ in parts):
+        return None
+    line = []
+    for name, st in parts:
+        if name.endswith("ProgressModel"):
+            line.append(f'<progress value="{st.get("value", 0)}" max="{st.get("max", 100)}"></progress>')
+        elif name in ("HTMLModel", "LabelModel") and (st.get("value") or "").strip():
+            line.append(st["value"] if name == "HTMLModel" else html.escape(st["value"]))
+    return '<div class="netlab-progress">' + " ".join(line) + "</div>"
+
+
 def static_outputs(model_id: str, state: dict) -> list[dict]:
     """The outputs that stand for the widget `model_id`: what it shows now, in page order.
 
@@ -240,6 +267,9 @@ def static_outputs(model_id: str, state: dict) -> list[dict]:
     answer is locked, and the measurement run, in the live notebook (what it shows after its button
     is left out: it only appears once answered).
     """
+    progress = _progress_line(_descendants(model_id, state))
+    if progress is not None:
+        return [{"output_type": "display_data", "metadata": {}, "data": {"text/html": progress}}]
     html_parts, outputs, settings = [], [], []
     question, after_button = _is_question(model_id, state), False
 
@@ -291,8 +321,10 @@ def static_outputs(model_id: str, state: dict) -> list[dict]:
     walk(model_id)
     if settings:
         html_parts.append('<p class="netlab-settings">Settings: ' + " · ".join(settings) + "</p>")
-    note = QUESTION_NOTE if question else LIVE_NOTE
-    html_parts.append(f'<p class="netlab-live-note" data-netlab-widget="static">{html.escape(note)}</p>')
+    interactive = any(name.endswith(CONTROL_MODELS) or name == "ButtonModel" for name, _ in _descendants(model_id, state))
+    if interactive:                                # a widget with nothing to move needs no note
+        note = QUESTION_NOTE if question else LIVE_NOTE
+        html_parts.append(f'<p class="netlab-live-note" data-netlab-widget="static">{html.escape(note)}</p>')
     flush()
     return outputs
 
