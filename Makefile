@@ -2,11 +2,14 @@
 #                         make test (install, then run every test, notebooks included)
 #                         make quick (install, then every test not marked slow: about 2 min on 2 idle cores)
 #                         make bench (install, then the speed set: each speed target measured, in one table)
+#                         make site (install, then build the website of every chapter executed: _build/site/)
 # Everything goes into a local virtual environment, .venv/. torch is pinned and CPU-only: on Linux
 # tools/install_torch.py takes it from PyTorch's CPU index (PyPI's Linux wheel pulls several GB of
 # CUDA), falling back to the default index; a compatible torch already in .venv is kept.
 #   make lab TORCH=torch==2.12.0      another version (then kept only if it matches exactly)
 #   make lab TORCH_INDEX=             skip the CPU index (default index only)
+#   make site CI=1                    the site at CI sizes (as make test builds it); SITE_FLAGS=--reuse keeps
+#                                     executed chapters whose inputs did not change
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -14,9 +17,10 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.netlab-installed
+SITE_STAMP := $(VENV)/.netlab-site-installed
 EXACT  := $(if $(filter file,$(origin TORCH)),,--exact)
 
-.PHONY: install lab test quick bench clean
+.PHONY: install lab test quick bench site fonts clean
 
 install: $(STAMP)
 
@@ -26,13 +30,29 @@ $(STAMP): pyproject.toml Makefile tools/install_torch.py
 	$(BIN)/python -m pip install --quiet -e ".[lab,dev]"
 	@touch $(STAMP)
 
+# The website's tools (Jupyter Book 1, pyproject's [site] extra) go into the same .venv, stamped apart:
+# make install stays as it was, make site and make test add them.
+$(SITE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[site]"
+	@touch $(SITE_STAMP)
+
+# The chapters' Chinese terms (集合通信, ...) need a CJK font where the site is built and checked in Chromium:
+# Debian's fonts-noto-cjk, installed when we are root (as binder/apt.txt installs it on Binder).
+fonts:
+	@if fc-list :lang=zh family 2>/dev/null | grep -q .; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's fonts-noto-cjk for the site's Chinese terms"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk; } >/tmp/netlab-fonts.log 2>&1 \
+	    || echo "could not install fonts-noto-cjk (see /tmp/netlab-fonts.log): the Chinese terms will not render here"; \
+	else echo "no CJK font here (Debian: apt-get install fonts-noto-cjk): the Chinese terms will not render in this machine's browser"; fi
+
 # JupyterLab refuses to run as root unless told; containers often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: install
 	OMP_NUM_THREADS=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=labs $(ROOT_FLAG)
 
-test: install
+test: install $(SITE_STAMP) fonts
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q -rs
 
 quick: install
@@ -41,5 +61,8 @@ quick: install
 bench: install
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/speed.py
 
+site: install $(SITE_STAMP) fonts
+	OMP_NUM_THREADS=1 $(BIN)/python tools/build_site.py $(SITE_FLAGS)
+
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) *.egg-info _build
