@@ -3,7 +3,6 @@
 Bounds come from the model (a closed form, the driver's own formula) or are stated as seed-independent
 (checked over several seeds where the chapter runs one), never fitted to one run.
 """
-import math
 
 import numpy as np
 import pytest
@@ -60,7 +59,6 @@ def test_reno_falls_below_mathis_at_one_percent_loss_and_timeouts_make_it_far_be
         if sender.timeouts:
             timed_out.append(ratio)
     assert timed_out and max(timed_out) < 0.7               # a 200 ms timeout in a 0.5 s run costs that much
-    assert math.sqrt(8 / (3 * 1e-2)) == pytest.approx(16.3, abs=0.05)   # the sawtooth's peak window, packets
 
 
 def _dctcp(k_packets, buffer=None, duration=0.012):
@@ -108,8 +106,10 @@ def test_k_below_c_rtt_over_7_empties_the_queue_and_loses_throughput():
 @claim("ch6.tcp-cpu-cost")
 def test_moving_bytes_through_kernel_tcp_costs_both_ends_cpu_mostly_in_the_receivers_kernel():
     from netlab.fabric.cpu_cost import tcp_cpu_cost
-    cost = tcp_cpu_cost(256 * 2**20)
+    cost = tcp_cpu_cost(1024 * 2**20)                 # the chapter's size: enough CPU time to split by ticks
     assert cost["sender"]["cpu_s"] > 0 and cost["receiver"]["cpu_s"] > 0
+    for end in ("sender", "receiver"):                                      # "most of each end's time"
+        assert cost[end]["sys_s"] > 0.5 * cost[end]["cpu_s"], (end, cost[end])
     assert cost["receiver"]["sys_s"] > 0.7 * cost["receiver"]["cpu_s"]
 
 
@@ -178,7 +178,8 @@ def test_pfc_makes_f1_a_victim_and_without_pfc_the_incast_is_dropped():
     after = rates(on.flows[0], 0.003, on.fabric.now, 1)[1][0] * 8 / 1e9
     assert during["on"] < 5 and after < 5 and on.fabric.ports["S1->S2"].paused_seconds() > 0
     assert during["off"] > 9.5 and off.fabric.ports["S2->R2"].drops > 0 and on.fabric.ports["S2->R2"].drops == 0
-    assert 15 * 10e9 / 8 * 1e-3 / (10e9 / 8) == pytest.approx(0.015)          # 15 ms through R2's port
+    burst = on.flows[2:]
+    assert len(burst) == 15 and sum(f.size for f in burst) / (10e9 / 8) == pytest.approx(0.015, rel=0.01)
     assert any(f.done_at is None for f in on.flows[2:]) and on.fabric.now < 0.015
 
 
@@ -187,8 +188,12 @@ def test_the_mean_carries_renos_tail_the_median_hides_it_and_dcqcn_has_none():
     steps = jitter(("reno", "dctcp", "dcqcn"), rounds=12, senders=4, block=64 * KB, background=0.3)
     for name in ("reno", "dctcp"):
         r = steps[name]
-        assert r["p99"] > 10 * r["p50"] and r["mean"] > 3 * r["p50"]           # "several times its median"
+        assert r["p99"] > 10 * r["p50"]
     assert steps["dcqcn"]["p99"] < 2 * steps["dcqcn"]["p50"]
+    for seed in range(3):                                  # "Reno's mean is many times its median", any seed
+        reno = steps["reno"] if seed == 0 else jitter(("reno",), rounds=12, senders=4, block=64 * KB,
+                                                       background=0.3, seed=seed)["reno"]
+        assert reno["mean"] > 5 * reno["p50"], (seed, reno)
 
 
 @pytest.mark.slow

@@ -58,6 +58,7 @@ def test_reno_resends_packets_the_receiver_had_and_is_slower_than_nscc():
                                    window=64 * KB) for tr in ("reno", "nscc")}
     r, u = runs["reno"].summary(), runs["nscc"].summary()
     assert r["drops"] == 0 and r["retransmissions"] > 0 and r["duplicates"] == r["retransmissions"]
+    assert r["fast_retransmits"] > 0                      # each one halves Reno's window
     assert u["retransmissions"] == 0 and runs["reno"].completion_s > runs["nscc"].completion_s
 
 
@@ -141,4 +142,4 @@ def test_with_framing_the_emulator_equals_a_real_tbf_shaped_link_within_one_perc
     row = rows[-1]
     assert agrees(row), rows
     for measured in ("ring_s", "gloo_s"):
-        assert row[measured] > 1.03 * row["emulated_s"], row          # without framing it misses by the headers
+        assert 1.03 * row["emulated_s"] < row[measured] < 1.10 * row["emulated_s"], row   # "about 7 % short"
