@@ -75,6 +75,7 @@ def test_dctcp_holds_the_analysed_band_at_full_throughput_while_reno_fills_the_b
     assert ref["q_min"] - 3 <= steady.min() and steady.max() <= ref["q_max"] + 3 and util >= 0.99
     reno = long_flows(2, 10 * GBIT, buffer=600_000, transport="reno", duration=0.012)
     assert max(reno.port.q_bytes) >= 600_000 - MTU and reno.port.drops > 0
+    assert sum(rates(f, 0.005, 0.012, 1)[1][0] for f in reno.flows) / (10 * GBIT) >= 0.99     # "the same throughput"
 
 
 @claim("ch6.dctcp-period")
