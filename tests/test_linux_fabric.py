@@ -429,9 +429,11 @@ def test_token_bucket_port_passes_its_burst_at_once_then_the_rate():
     fab.arrive = lambda pkt: left.append(round(fab.now * 1e6, 6))        # us
     slot = switch.MTU / 12.5e6 * 1e6                                      # 120 us per packet at the rate
 
+    lone = types.SimpleNamespace(path=[port])                            # a packet's flow: its path only
+
     def burst(k):
         for seq in range(k):
-            port.enqueue(switch.Packet(None, seq, switch.MTU, False, 0, fab.now))
+            port.enqueue(switch.Packet(lone, seq, switch.MTU, False, 0, fab.now))
     fab.schedule(0.0, lambda _: burst(6))
     fab.schedule(0.01, lambda _: burst(4))                               # 10 ms later: the bucket is full again
     fab.run(1.0)
