@@ -14,7 +14,6 @@ their Output's contents by assignment (``Output.outputs = ...``), to which nbcli
 The panel test is deterministic: it counts what nbclient sends back (the old ``interactive_output``
 panels made it send, these must not), rather than waiting for the race to be lost.
 """
-import time
 
 import pytest
 
@@ -23,16 +22,11 @@ nbformat = pytest.importorskip("nbformat")
 from nbclient.output_widget import OutputWidget  # noqa: E402
 
 def run_headless(cells, timeout):
-    """Execute cells with a stock nbclient; return (seconds per cell, nbclient's widget state)."""
+    """Execute cells with a stock nbclient; return nbclient's widget state."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    started, seconds = {}, {}
-    client = nbclient.NotebookClient(
-        nb, timeout=timeout, kernel_name="python3",
-        on_cell_execute=lambda cell, cell_index: started.__setitem__(cell_index, time.monotonic()),
-        on_cell_executed=lambda cell, cell_index, execute_reply:
-            seconds.__setitem__(cell_index, time.monotonic() - started[cell_index]))
+    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3")
     client.execute()
-    return [seconds[i] for i in range(len(cells))], client.widget_state
+    return client.widget_state
 
 
 @pytest.fixture
@@ -77,7 +71,7 @@ step.controls["ranks"].value = 3
 @pytest.mark.slow
 def test_panels_send_nothing_back_while_a_cell_runs(shell_sends):
     """A panel cell gives nbclient no Output to answer, so the reply's wake-up is never consumed."""
-    _, state = run_headless(["from IPython.display import display", PANEL, STEP_PANEL], timeout=300)
+    state = run_headless(["from IPython.display import display", PANEL, STEP_PANEL], timeout=300)
     assert shell_sends == [], f"{len(shell_sends)} comm_msg(s) sent on shell while panel cells ran"
     shown = [m["outputs"] for m in state.values() if m.get("_model_name") == "OutputModel"]
     assert len(shown) == 2 and all(any("image/png" in o["data"] for o in outs) for outs in shown), \

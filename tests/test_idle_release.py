@@ -59,22 +59,37 @@ def test_bad_idle_timeout_names_the_parameter():
 
 
 def test_a_kernel_trims_its_heap_once_after_its_last_cell(monkeypatch):
-    """Registered on IPython's post_run_cell; cells in quick succession give one trim, after the last."""
+    """Registered on IPython's post_run_cell; cells in quick succession give one trim, after the last:
+    each cell cancels the countdown the one before it started. The timers are stand-ins that record
+    and fire when told, so no sleep races the countdown on a loaded machine."""
     import types
-    trims, hooks = [], []
+    trims, hooks, timers = [], [], []
+
+    class Countdown:
+        def __init__(self, interval, fn):
+            self.interval, self.fn, self.started, self.cancelled = interval, fn, False, False
+            timers.append(self)
+
+        def start(self):
+            self.started = True
+
+        def cancel(self):
+            self.cancelled = True
+
     shell = types.SimpleNamespace(events=types.SimpleNamespace(register=lambda event, fn: hooks.append((event, fn))))
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
-    monkeypatch.setattr(shared, "trim_heap", lambda: trims.append(time.monotonic()))
-    monkeypatch.setattr(shared, "TRIM_AFTER_S", 0.3)
+    monkeypatch.setattr(shared, "trim_heap", lambda: trims.append(1))
+    monkeypatch.setattr(shared, "threading", types.SimpleNamespace(Timer=Countdown))
+    monkeypatch.setattr(shared, "_trim_timer", None)
     assert shared.trim_when_kernel_idles() is True and shared.trim_when_kernel_idles() is False   # once per shell
     (event, after_cell), = hooks
     assert event == "post_run_cell"
-    for _ in range(3):                                              # three cells, 0.1 s apart
+    for _ in range(3):                                              # three cells, one after the other
         after_cell(None)
-        time.sleep(0.1)
-    assert trims == []
-    time.sleep(0.6)
-    assert len(trims) == 1
+    assert [(t.started, t.cancelled) for t in timers] == [(True, True), (True, True), (True, False)]
+    assert all(t.interval == shared.TRIM_AFTER_S for t in timers) and trims == []
+    timers[-1].fn()                                                 # the last countdown runs out
+    assert trims == [1]
 
 
 def test_outside_a_kernel_nothing_is_registered(monkeypatch):

@@ -7,9 +7,11 @@ N x block x 1514/1448 / B (tbf counts L2 frames: 1514 bytes per 1448-byte segmen
 deep enough to drop nothing, and Vasudevan et al. (SIGCOMM'09) for the qualitative collapse with
 RTOmin = 200 ms and its cure with a 1 ms RTOmin.
 """
+import math
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -66,6 +68,33 @@ def wait_until(cond, seconds: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def binomial_band(n: int, q_low: float, q_high: float, p: float = 1e-4) -> tuple[int, int]:
+    """(lo, hi): for a count X of n independent rounds, each slow with a probability anywhere in
+    [q_low, q_high], P(X < lo) + P(X > hi) < p. P(X < lo) is largest at q_low and P(X > hi) at q_high,
+    so each is bounded there by p/2, from the exact binomial distribution."""
+    def at_most(k: int, q: float) -> float:
+        return sum(math.comb(n, i) * q ** i * (1 - q) ** (n - i) for i in range(k + 1)) if k >= 0 else 0.0
+    lo = 0
+    while lo < n and at_most(lo, q_low) < p / 2:
+        lo += 1
+    hi = n
+    while hi > 0 and 1 - at_most(hi - 1, q_high) < p / 2:
+        hi -= 1
+    return lo, hi
+
+
+def rto_rounds(result: dict) -> int:
+    """Rounds that waited out a 200 ms RTO: longer than 150 ms where the ideal round is 22-44 ms (on the
+    kernel this matched the per-round TcpExtTCPTimeouts deltas on 300 of 300 rounds; docs/fabric.md)."""
+    return sum(t > 0.150 for t in result["round_s"])
+
+
+def test_binomial_band_is_the_exact_tail():
+    lo, hi = binomial_band(150, 0.08, 0.25)
+    assert (lo, hi) == (1, 59)
+    assert 0.92 ** 150 < 5e-5 and sum(math.comb(150, i) * 0.25 ** i * 0.75 ** (150 - i) for i in range(60, 151)) < 5e-5
 
 
 def test_available_names_its_reason(monkeypatch):
@@ -243,14 +272,24 @@ def test_incast_collapses_and_recovers():
 @pytest.mark.skipif(netns.ecn_marker() is None, reason="no ECN marker here: install iptables (apt install iptables)")
 @pytest.mark.slow
 def test_ecn_marking_keeps_a_shallow_buffer_from_dropping():
-    """8 senders: ECN marks at 16 KB (a phantom queue) cut the drops and raise goodput. 40 rounds: without ECN
-    12-23 % of the rounds wait out an RTO (15 rounds have none one time in sixteen, near the link's rate)."""
-    setup = dict(senders=8, block="64K", bandwidth="100Mbit/s", buffer="32K", rounds=40)
+    """8 senders, 100 rounds: ECN marks at 16 KB (a phantom queue) cut the drops by far more than half, and
+    without ECN some rounds wait out an RTO.
+
+    Why these can fail only for a bug (below 1e-4 a run): marks are deterministic (none without ECN). The
+    drops are sums over 100 rounds of per-round counts: 4 runs of 40 rounds gave 1,342-1,466 without ECN and
+    50-105 with it (2 December 2026), so half the one is more than 20 of the other's run-to-run standard
+    deviations away. Without ECN a round waits out the RTO with a probability measured at 9-23 % per run
+    (this machine: 15 of 160 rounds under load 10-30; docs/fabric.md: 12-23 % over sixteen runs of 150):
+    at 9 % or more, 100 rounds with none has probability 0.91^100 = 8e-5. A goodput ratio is not asserted:
+    it follows that count, whose low tail failed the 1.3x bound this test had a few runs in a hundred
+    (40 rounds: two or fewer such rounds, P = 4 % at 15.5 %)."""
+    setup = dict(senders=8, block="64K", bandwidth="100Mbit/s", buffer="32K", rounds=100)
     base = linux.incast(**setup)
     ecn = linux.incast(ecn=True, ecn_k="16K", **setup)
     assert base["marks"] == 0 and ecn["marks"] >= 1
-    assert ecn["drops"] <= base["drops"] / 2          # measured 0.15 of the drops: a real kernel varies
-    assert ecn["goodput_Bps"] >= 1.3 * base["goodput_Bps"]
+    assert ecn["drops"] <= base["drops"] / 2, (ecn["drops"], base["drops"])
+    assert 0.91 ** 100 < 1e-4                          # P(no RTO round in 100) at q = 9 %
+    assert rto_rounds(base) >= 1, base["round_s"]
 
 
 @needs_linux
@@ -259,9 +298,12 @@ def test_gloo_push_collapses_its_fixes_restore_it_and_the_model_predicts_it():
     """16 gloo workers push 64 KiB shards to a server rank through the same port: at RTOmin 200 ms every round
     waits out an RTO (about a third of the link), rto_min 1 ms and a 4 MB queue restore the link on the same
     connections, and the kernel-aware model of the same incast is within 25 % of the collapsed push. (At N = 8
-    a round either waits or not, and 8 rounds of it failed this 2 times in 5 on unshaped veth NICs.)"""
+    a round either waits or not, and 8 rounds of it failed this 2 times in 5 on unshaped veth NICs.) At
+    N = 16 every round waits out an RTO, so the counts and times asserted end alike on every run. The
+    600 s allowed is a guard against a hang, not a speed: at load 15-20 the 17 ranks took more than 120 s
+    to start and finish on this 2-core machine."""
     r = linux.ps_push(workers=16, shard="64K", bandwidth="100Mbit/s", buffer="32K", rounds=10,
-                      fixes=({"rto_min": "1ms"}, {"buffer": "4M"}), timeout_s=120)
+                      fixes=({"rto_min": "1ms"}, {"buffer": "4M"}), timeout_s=600)
     small_rto, deep = r["fixes"]
     assert r["timeouts"] >= 10 and r["completion_s"]["p50"] >= r["ideal_round_s"] + 0.15
     assert small_rto["goodput_Bps"] >= 2 * r["goodput_Bps"] and deep["goodput_Bps"] >= 2 * r["goodput_Bps"]
@@ -284,9 +326,10 @@ def test_model_agrees_with_linux_within_a_quarter():
     recovery and delayed ACKs (linux.model) predicts the kernel's goodput within 25 % (AGREE), and both
     collapse at RTOmin 200 ms (below two thirds of the link) and recover with 1 ms (above 80 % and at
     least 1.3 times the goodput) at N = 16 and 32, and recover at N = 8. Each is measured over 30 rounds:
-    there a 30-round run of either side stays within a few per cent of its 150-round mean. (N = 8 at 200 ms
-    loses 12-23 % of its rounds to the RTO: 30 rounds with two or fewer such rounds, one run in eight, give
-    more than two thirds of the link; its collapse is asserted over 150 rounds below.)"""
+    there a 30-round run of either side stays within a few per cent of its 150-round mean, because every
+    round ends alike (all wait out the RTO, or none can). (N = 8 at 200 ms loses 12-23 % of its rounds to
+    the RTO: 30 rounds with two or fewer such rounds, one run in eight, give more than two thirds of the
+    link; those rounds are counted below, against a binomial band.)"""
     setup = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic", rounds=30)
     fractions = {}
     for n in (4, 8, 16, 32):
@@ -305,21 +348,39 @@ def test_model_agrees_with_linux_within_a_quarter():
     assert min(fractions[8, "1ms"]) > 0.9, fractions
 
 
+# Where a round either waits out the RTO or not (RTOmin 200 ms, N = 4 and 8), the share of rounds that wait is
+# a binomial count; the per-round probability measured on the kernel (docs/fabric.md; this file's ECN test):
+# N = 4: 0 of 300 rounds with the senders' NICs at the port's rate, 1 % unshaped; N = 8: 9-23 % per run.
+# The bands below hold a run's count with probability above 1 - 1e-4 anywhere in these ranges (exact
+# binomial tails, ``binomial_band``); the model's share (three seeds, deterministic) must lie in them too.
+WAITS = {4: (0.0, 0.02), 8: (0.08, 0.25)}
+
+
 @needs_linux
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [4, 8])
 def test_model_agrees_with_linux_where_a_round_either_waits_out_the_rto_or_not(n):
-    """N = 4 and 8 at RTOmin 200 ms, 150 rounds: the kernel-aware model's mean over three seeds of its timing
-    noise is within 25 % of the kernel's goodput, and at N = 8 both have collapsed to about half the link.
-    With unshaped veth NICs the kernel gave 28-44 % of the link at N = 8 on one machine and 40-53 % on another;
-    with NICs at the port's rate 45-57 % (the model 54 %)."""
+    """N = 4 and 8 at RTOmin 200 ms, 150 rounds: the share of rounds that wait out an RTO is held to the band
+    of ``WAITS`` on the kernel and in the model, and at N = 8 the median round that waited is the model's
+    within 25 % (a time the 200 ms RTO sets). Not compared: the link fraction and the rounds that do not
+    wait. The link fraction is a function of the binomial count (at N = 8 a 150-round run at the measured
+    probability leaves 25 % of the model, or two thirds of the link, about one run in a hundred); and the
+    rounds that do not wait take what the machine's load adds to the testbed's send loop: at load 17-21
+    their median was 25.1 ms at N = 4 and 48.3 ms at N = 8 (ideal 21.9 and 43.9 ms, the model 21.0 and
+    41.9), with a tail that took N = 4 to 72 % of the link with a single round that waited."""
     setup = dict(senders=n, block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic",
                  rto_min="200ms", rounds=150)
-    real = linux.incast(**setup)["link_fraction"]
-    model = sum(linux.model(seed=k, **setup)["link_fraction"] for k in range(3)) / 3
-    assert model == pytest.approx(real, rel=0.25), (real, model)
-    if n == 8:                              # the collapse: about half the link, against 99 % with rto_min 1 ms
-        assert real < 2 / 3 and model < 2 / 3, (real, model)
+    real = linux.incast(**setup)
+    models = [linux.model(seed=k, **setup) for k in range(3)]
+    lo, hi = binomial_band(150, *WAITS[n])
+    waited = rto_rounds(real)
+    assert lo <= waited <= hi, (waited, lo, hi)
+    model_share = sum(rto_rounds(m) for m in models) / (3 * 150)
+    assert lo / 150 <= model_share <= hi / 150, model_share
+    if n == 8:                                # both have such rounds: lo >= 1, and the model's share is 0.18
+        ours = statistics.median(t for m in models for t in m["round_s"] if t > 0.150)
+        theirs = statistics.median(t for t in real["round_s"] if t > 0.150)
+        assert ours == pytest.approx(theirs, rel=0.25), (ours, theirs)
 
 
 def test_linux_profile_recovers_a_lost_tail_without_waiting_out_the_rto():
@@ -368,9 +429,11 @@ def test_token_bucket_port_passes_its_burst_at_once_then_the_rate():
     fab.arrive = lambda pkt: left.append(round(fab.now * 1e6, 6))        # us
     slot = switch.MTU / 12.5e6 * 1e6                                      # 120 us per packet at the rate
 
+    lone = types.SimpleNamespace(path=[port])                            # a packet's flow: its path only
+
     def burst(k):
         for seq in range(k):
-            port.enqueue(switch.Packet(None, seq, switch.MTU, False, 0, fab.now))
+            port.enqueue(switch.Packet(lone, seq, switch.MTU, False, 0, fab.now))
     fab.schedule(0.0, lambda _: burst(6))
     fab.schedule(0.01, lambda _: burst(4))                               # 10 ms later: the bucket is full again
     fab.run(1.0)
