@@ -155,7 +155,7 @@ def method_grid(rows, baseline, x: str = "step", columns: int = 4):
         if diverged:
             ax.text(0.03, 0.9, f"{' and '.join(diverged)} diverged", transform=ax.transAxes, fontsize=7,
                     color="#b00000", va="top")
-        ax.set_title(_short(row["method"]), fontsize=9, color=colour)
+        ax.set_title(_short(row["method"]), fontsize=9.5, color="black")    # the curves carry the colour
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(rows):]:
