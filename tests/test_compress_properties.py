@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from claims import claim
 from netlab import compress
 from netlab.runtime.comm import Comm
 from netlab.compress import (QSGD, Cast, Compression, DGCMemory, DGCTopK, Int8, PowerSGD, RandomK, ScaledSign,
@@ -77,6 +78,7 @@ def test_the_unbiasedness_check_catches_biased_compressors():
 
 
 # ---- error feedback conserves mass: sent + residual == gradient + previous residual ----------------------
+@claim("ch4.ef-conserves-mass")
 @fast
 @given(st.sampled_from(["none", "fp16", "bf16", "int8", "qsgd", "terngrad", "sign", "majority", "topk",
                         "randomk", "threshold"]),

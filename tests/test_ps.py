@@ -12,6 +12,7 @@ from torch.nn.utils import parameters_to_vector
 from netlab import data, ps, train
 from netlab.ps import elastic, hybrid, sparse
 from netlab.ps.sharding import djb2
+from claims import claim
 
 
 # ---- shard maps --------------------------------------------------------------------------------
@@ -166,6 +167,7 @@ def sparse_reference(cfg):
     return table
 
 
+@claim("ch3.hashing-spreads-rows")
 def test_zipf_rows_make_a_hot_shard_under_ranges_and_hashing_spreads_it():
     runs = {pl: sparse.run_sparse(8, 4, pl, hot=32 if pl == "replicate" else 0, steps=2)
             for pl in ("range", "hash", "replicate")}

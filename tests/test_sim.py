@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claims import claim
 from netlab import cli, collectives, cost, sim
 from netlab.net import fabrics
 from netlab.net.topology import Host
@@ -63,6 +64,7 @@ def spray_or_ecmp(algo):
 @pytest.mark.parametrize("collective, algo", [(c, a) for c, algos in collectives.ALGORITHMS.items() for a in algos
                                               if not a.startswith("hierarchical")])
 @pytest.mark.parametrize("k", [4, 8])
+@claim("ch5.sim-matches-closed-form")
 def test_matches_the_closed_form_cost_on_a_non_blocking_fat_tree(collective, algo, k):
     topo = fabrics.fat_tree(k)
     simulator = sim.Simulator(topo, routing=spray_or_ecmp(algo))

@@ -138,20 +138,34 @@ def allgather_crossover(dense_bytes: float, payload_bytes: float, ranks: int, la
     return math.inf if cost <= 0 else saved / cost
 
 
+def rule_crossover(dense_bytes: float, payload_bytes: float, ranks: int, communicator: str, codec_s: float) -> float:
+    """The rule of thumb for the crossover (bytes/s): B* = s x (codec throughput), latencies neglected.
+
+    The codec throughput is the fp32 gradient's bytes over the codec's seconds per step; s is what the method
+    saves of the fp32 ring's bytes per rank, in gradients: 2(p-1)/p (1 - n_c/n) for a payload that is
+    all-reduced (the ring carries n_c instead of n), 2(p-1)/p - (p-1) n_c/n for one that is all-gathered
+    (each rank receives p - 1 payloads). With alpha = 0 it equals ``allgather_crossover`` for the latter.
+    """
+    p, share = ranks, payload_bytes / dense_bytes
+    saved = 2 * (p - 1) / p * (1 - share) if communicator == "allreduce" else 2 * (p - 1) / p - (p - 1) * share
+    return math.inf if codec_s <= 0 else saved * dense_bytes / codec_s
+
+
 def bandwidth_label(bps: float | None) -> str:
     if bps is None or math.isnan(bps):
         return "none in range"
     return f"{bps * 8 / 1e9:.3g} Gbit/s"
 
 
-__all__ = ["BANDWIDTHS", "step_times", "crossover", "crossover_table", "allgather_crossover", "bandwidth_label",
+__all__ = ["BANDWIDTHS", "step_times", "crossover", "crossover_table", "allgather_crossover", "rule_crossover",
+           "bandwidth_label",
            "one_step_each"]
 
 
 def crossover_table(rows, baseline_label: str = "none") -> list[dict]:
     """Per method: its speedup at the slowest link, how fast its codec processes the fp32 gradient
-    (dense bytes / codec seconds, in Gbit/s to compare with links), and the bandwidth above which it
-    stops beating fp32."""
+    (dense bytes / codec seconds, in Gbit/s to compare with links), the rule of thumb's crossover
+    (``rule_crossover``) and the measured bandwidth above which it stops beating fp32."""
     out = []
     slowest = min(r["bandwidth_Bps"] for r in rows)
     base = {r["bandwidth_Bps"]: r["step_s"] for r in rows if r["label"] == baseline_label}
@@ -163,6 +177,8 @@ def crossover_table(rows, baseline_label: str = "none") -> list[dict]:
         out.append({"method": lab, "payload_bytes": low["payload_bytes"],
                     f"speedup at {low['bandwidth']}": base[slowest] / low["step_s"],
                     "codec Gbit/s": low["dense_bytes"] * 8 / 1e9 / low["codec_s"] if low["codec_s"] else float("inf"),
+                    "rule": bandwidth_label(rule_crossover(low["dense_bytes"], low["payload_bytes"], low["ranks"],
+                                                           low["communicator"], low["codec_s"])),
                     "pays below": bandwidth_label(cross) if cross else
                     ("always (in range)" if low["step_s"] < base[slowest] else "never (in range)")})
     return out

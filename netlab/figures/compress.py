@@ -55,13 +55,17 @@ def accuracy_curves(results, baseline=None, axes=None):
     return fig
 
 
-def _crossover_line(ax, rows, lab, baseline_label, color):
+def _crossover_line(ax, rows, lab, baseline_label, color, label=True):
+    """The crossover as a dotted line; its label at the foot of the line, on its left, where neither curve
+    runs (left of the crossover both curves lie above the faster one's low end)."""
     cross = crossover(rows, lab, baseline_label)
     if cross is not None:
         ax.axvline(cross * 8 / 1e9, color=color, lw=1, ls=":")
-        ax.annotate(f"pays below\n{bandwidth_label(cross)}", xy=(cross * 8 / 1e9, 0.97),
-                    xycoords=("data", "axes fraction"), fontsize=7, color=color, va="top", ha="right",
-                    bbox={"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1})
+        if label:
+            ax.annotate(f"pays below\n{bandwidth_label(cross)}", xy=(cross * 8 / 1e9, 0.04),
+                        xycoords=("data", "axes fraction"), xytext=(-3, 0), textcoords="offset points",
+                        fontsize=7.5, color="black", va="bottom", ha="right",
+                        bbox={"fc": "white", "ec": "none", "alpha": 0.9, "pad": 1})
 
 
 def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: float | None = None,
@@ -88,7 +92,7 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
                 a.plot(*base, color="black", ls="--", lw=1.5)
             a.plot(*points(lab), color=style["color"], marker=style["marker"], ls="-", ms=3, lw=1.5)
             _crossover_line(a, rows, lab, baseline_label, style["color"])
-            a.set_title(_short(lab.replace("ratio=", "")), fontsize=9, color=style["color"])
+            a.set_title(_short(lab.replace("ratio=", "")), fontsize=9.5, color="black")
             log_grid(a)
         for a in list(axes.flat)[len(labels):]:
             a.axis("off")
@@ -96,8 +100,11 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
             a.set_xlabel("bandwidth (Gbit/s)")
         for a in axes[:, 0]:
             a.set_ylabel("step (ms, virtual)")
-        fig.suptitle(f"step time against bandwidth; black dashed: fp32 all-reduce; "
-                     f"{describe_codec(rows[0].get('codec', 'model'))}", fontsize=10)
+        dense = rows[0].get("dense_bytes")
+        size = f"{dense / 1e3:,.0f} KB" if dense and dense < 1e6 else f"{dense / 1e6:.1f} MB" if dense else ""
+        what = f"a {size} fp32 gradient on {rows[0]['ranks']} ranks; " if dense and "ranks" in rows[0] else ""
+        fig.suptitle(f"step time against bandwidth, {what}black dashed: fp32 all-reduce; "
+                     f"{describe_codec(rows[0].get('codec', 'model'))}", fontsize=10.5)
         margins(fig, 0.75, 0.15, 0.55, 0.6, wspace=0.12, hspace=0.3)   # tight_layout: a third of its time
         return fig
     fig = ax.figure
@@ -110,7 +117,7 @@ def step_time_vs_bandwidth(rows, ax=None, baseline_label: str = "none", mark: fl
         xs, ys = points(lab)
         ax.plot(xs, ys, color=style["color"], marker=style["marker"], ls="-", ms=3)
         ends[lab] = (xs, ys, style["color"])
-        _crossover_line(ax, rows, lab, baseline_label, style["color"])
+        _crossover_line(ax, rows, lab, baseline_label, style["color"], label=len(labels) == 1)
     if mark is not None:
         ax.axvline(mark * 8 / 1e9, color="grey", lw=6, alpha=0.2)
         ax.annotate("your link", xy=(mark * 8 / 1e9, 0.03), xycoords=("data", "axes fraction"), fontsize=8,
@@ -148,7 +155,7 @@ def method_grid(rows, baseline, x: str = "step", columns: int = 4):
         if diverged:
             ax.text(0.03, 0.9, f"{' and '.join(diverged)} diverged", transform=ax.transAxes, fontsize=7,
                     color="#b00000", va="top")
-        ax.set_title(_short(row["method"]), fontsize=9, color=colour)
+        ax.set_title(_short(row["method"]), fontsize=9.5, color="black")    # the curves carry the colour
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(rows):]:

@@ -135,9 +135,12 @@ def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
         a.set_xscale("log", base=2)
         a.set_yscale("log")
         log_grid(a)
+        scales = sorted({r["ranks"] for r in rows})
+        a.set_xticks(scales, [f"{n:,}" for n in scales], fontsize=8, rotation=40, ha="right")   # the counts run, not 2^k
+        a.set_xticks([], minor=True)
         a.set_xlabel("ranks")
         if len(set(map(id, axes))) > 1:
-            a.set_title(textwrap.fill(name, 34), fontsize=9, color=colour)
+            a.set_title(textwrap.fill(name, 34), fontsize=9.5, color="black")
     axes[0].set_ylabel("busbw (GB/s, GB = 1e9 B)")
     if len(set(map(id, axes))) == 1:
         label_lines(axes[0], ends, fontsize=7)

@@ -126,13 +126,16 @@ def ch5(seeds: int = 5, path=None) -> Prediction:
         "slowest flow of a step gets what fraction of line rate?", measure, options=[
             ("1.0: full bisection", "full bisection means the fabric *could* carry it; a hash does not look "
                                     "at what else is on the link it picks"),
-            ("about 0.5", "with k flows hashed onto k uplinks the busiest one carries several, not two"),
-            ("about 0.25", "hash collisions put about ln k / ln ln k flows on the busiest link",
-             "A hash does not look at what else is on a link: with k flows hashed onto k uplinks, a link stays "
-             "idle with probability (1 - 1/k)^k, about 1/e = 37 %, and the busiest one carries more than one "
-             "flow on average -- 2.125 flows for 4 flows on 4 links, exactly (the chapter computes it by "
-             "enumeration a few cells below); the ln k / ln ln k of the textbooks is only how this grows for "
-             "very large k."),
+            ("about 0.5", "that is one switch's busiest uplink, 2.125 flows on average; the step waits for the "
+                          "worst link of all 64 switches that hash its flows"),
+            ("about 0.25", "the measurement says otherwise",
+             "A hash does not look at what else is on a link. One switch hashing 4 flows onto its 4 uplinks puts "
+             "2.125 flows on the busiest one on average (all 256 hashings, counted a few cells below): a slowest "
+             "flow of about 0.47 if that switch were the whole fabric. But a step waits for the worst link of the "
+             "whole fabric, and the 128 flows are hashed at 32 edge switches and again at 32 aggregation "
+             "switches: the worst of the 32 edge switches alone carries over 3 flows on average, and with the "
+             "aggregation layer's hashing the busiest link usually carries 4. Under max-min fairness on equal "
+             "links the slowest flow gets 1 / (flows on the busiest link): about 0.25."),
         ], correct=lambda m: _nearest(m["value"], targets), path=path)
 
 
