@@ -186,6 +186,8 @@ def execute(path: Path, cwd: Path, timeout_s: float) -> dict:
                       and any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
         last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise SystemExit(f"build_site: {path.name}: cell {index} raised: {last}") from None
+    except Exception as exc:  # noqa: BLE001 -- a dead kernel, a cell over the timeout: name the chapter
+        raise SystemExit(f"build_site: {path.name}: {type(exc).__name__}: {exc}") from None
     return nb
 
 
