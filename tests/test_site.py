@@ -5,7 +5,8 @@ inputs did not change are reused from _build/site-exec/ci/), or taken as built f
 (for example `NETLAB_SITE=_build/site` after `make site`). A local HTTP server on 127.0.0.1 serves it;
 the browser crawls every page reachable from the contents page and fails on:
 - a broken link: an internal link to a page that is not there, or to an anchor the page lacks;
-- a missing image: an <img> that did not load (or loaded empty);
+- a missing image: an <img> that did not load (or loaded empty), or a figure shown as its text
+  ("<Figure size 800x240 with 1 Axes>": the kernel had no image formatter for it);
 - a raw traceback or an error output on a page;
 - a widget model error, or a widget left for the browser to render (the pages have no widget manager);
 - a console error, an uncaught page error, a failed request, or any request to another host (the site
@@ -128,7 +129,9 @@ def crawl(server):
         page.route("**/*", route)
         page.on("console", lambda m: m.type == "error" and note(f"console error: {m.text}"))
         page.on("pageerror", lambda e: note(f"page error: {e}"))
-        page.on("requestfailed", lambda r: urlparse(r.url).hostname == "127.0.0.1"
+        # net::ERR_ABORTED is a load the browser cancelled when the crawl moved on (a favicon, say); a
+        # missing file shows as its HTTP status below.
+        page.on("requestfailed", lambda r: urlparse(r.url).hostname == "127.0.0.1" and "ERR_ABORTED" not in (r.failure or "")
                 and note(f"request failed: {r.url} ({r.failure})"))
         page.on("response", lambda r: r.status >= 400 and note(f"HTTP {r.status} for {r.url}"))
         while queue:
@@ -163,6 +166,8 @@ def test_every_page_loads_without_errors(crawl):
         if "Traceback (most recent call last)" in info["text"]:
             line = next(ln for ln in info["text"].splitlines() if "Traceback" in ln)
             found.append(f"{path}: shows a raw traceback ({line.strip()[:100]!r})")
+        for m in re.finditer(r"<Figure size \d+x\d+ with \d+ Axes>", info["text"]):
+            found.append(f"{path}: a figure shown as its text {m.group(0)!r}, not drawn")
         for m in WIDGET_ERRORS.finditer(info["text"]):
             found.append(f"{path}: widget error {m.group(0)!r}")
         if info["widgetViews"]:

@@ -186,6 +186,8 @@ def execute(path: Path, cwd: Path, timeout_s: float) -> dict:
                       and any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
         last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise SystemExit(f"build_site: {path.name}: cell {index} raised: {last}") from None
+    except Exception as exc:  # noqa: BLE001 -- a dead kernel, a cell over the timeout: name the chapter
+        raise SystemExit(f"build_site: {path.name}: {type(exc).__name__}: {exc}") from None
     return nb
 
 
@@ -255,7 +257,9 @@ def _progress_line(parts: list[tuple[str, dict]]) -> str | None:
         if name.endswith("ProgressModel"):
             line.append(f'<progress value="{st.get("value", 0)}" max="{st.get("max", 100)}"></progress>')
         elif name in ("HTMLModel", "LabelModel") and (st.get("value") or "").strip():
-            line.append(st["value"] if name == "HTMLModel" else html.escape(st["value"]))
+            # tqdm's "[05:15<00:00, 34.55s/it]" is the build machine's wall clock: not the reader's
+            value = re.sub(r"\s*\[[^\]]*(?:it/s|s/it|<)[^\]]*\]", "", st["value"]).strip()
+            line.append(value if name == "HTMLModel" else html.escape(value))
     return '<div class="netlab-progress">' + " ".join(line) + "</div>"
 
 
@@ -402,7 +406,6 @@ def main(argv=None) -> int:
     docs = [d for d in DOCS if (ROOT / "docs" / f"{d}.md").exists()]
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 
     started = time.monotonic()
     print(f"site: {len(notebooks)} chapter(s) at {sizes()} size, load average {os.getloadavg()[0]:.1f} "
