@@ -17,8 +17,9 @@ mount (a container without its own namespace) falls back to the mount's root.
 
 ``rank_bytes`` is the one estimate of a rank's memory that every launcher uses; ``check_memory``
 compares a run's estimate with what is free *now*: other notebooks' kernels and their idle rank
-pools count against the same 2 GB. Before it refuses, it asks the idle pools of the user's other
-kernels to give their ranks back (``runtime/cooperate.py``) and runs if that freed enough, saying so
+pools count against the same 2 GB. When a run would not fit, or would leave less than ``ASK_MARGIN``
+to spare, it first asks the idle pools of the user's other kernels to give their ranks back
+(``runtime/cooperate.py``), and runs if it fits then, saying what was freed
 ("freed 0.6 GB from 2 idle chapters"). What it let start is remembered, so that an OOM kill during
 the run can say that memory grew after the check (``after_the_check``). Left out: swap and
 memory.high throttling.
@@ -41,6 +42,13 @@ MEMORY_HEADROOM = 300e6
 # 1.5x or more above each, and tests/test_memory.py holds a real run's ranks under it.
 RANK_BASE = 60e6
 LIGHT_RANK_BASE = 35e6
+# Idle pools of other kernels are asked for their ranks when a run would leave less than this free
+# beyond its estimate and headroom, not only when it would be refused: the kernel that runs grows too
+# (its simulations, a fork server of its own), and an idle pool gives back more than it costs (a
+# restart of a few seconds if its chapter runs again). Measured: chapter 5 run right after chapter 4
+# at full size in 2 GB passed the check with less than this to spare, and the OOM killer then ended
+# three of chapter 4's idle ranks (binder/emulate.py --modes back-to-back). Bytes.
+ASK_MARGIN = 500e6
 UNLIMITED = 1 << 60          # cgroup v1 writes "no limit" as a huge number (9223372036854771712)
 
 
@@ -229,18 +237,18 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root
     `held`: pids of ranks the run will reuse or replace (``netlab.cluster.check_memory`` passes the
     shared pool's; this module sits below the runtime and does not look for them). Their own memory
     is already counted as used, so up to `per_rank_bytes` each of it is counted as free.
-    When it does not fit, the idle pools of the user's other kernels are asked for their ranks
-    first (only for the real machine, `root` "/"). Raising MemoryError here is better than what
+    When it does not fit, or would leave less than ASK_MARGIN to spare, the idle pools of the user's
+    other kernels are asked for their ranks first (only for the real machine, `root` "/"). Raising MemoryError here is better than what
     happens otherwise: the OOM killer ends a rank, or the whole kernel, without a word.
     """
     need = ranks * per_rank_bytes
     status = memory_status(root)
-    if need + MEMORY_HEADROOM <= status.available:
+    if need + MEMORY_HEADROOM + ASK_MARGIN <= status.available:
         _remember(what, ranks, per_rank_bytes, status, status.available)
         return              # fits in what is free: no need to read the ranks' smaps (~15 ms each, every change)
     reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (held or ()))
     asked = None
-    if need + MEMORY_HEADROOM > status.available + reusable and root == "/":
+    if need + MEMORY_HEADROOM + ASK_MARGIN > status.available + reusable and root == "/":
         from .runtime import cooperate
         asked = cooperate.ask_idle_pools()
         if asked.released:
