@@ -114,7 +114,7 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", tr
           rto_min="200ms", rounds: int = 20, hz: int | None = None, burst=None, seed: int = 0) -> dict:
     """The packet model's prediction for the testbed `incast` measures, with the same keys.
 
-    The model's transport gets Linux's loss recovery (`tcp.Reno(linux=True)`: RACK, tail loss
+    The model's transport gets Linux's loss recovery (`tcp.LinuxTCP`: RACK, tail loss
     probes, SRTT + max(4 RTTVAR, RTOmin), timers in whole ticks of 1/`hz`, by default this kernel's
     CONFIG_HZ where it can be read; unrounded where not), the senders keep one connection across
     rounds with Linux's restart after idle, the receiver ACKs every second segment with the kernel's
