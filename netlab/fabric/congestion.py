@@ -62,8 +62,9 @@ class Congestion:
     failure: object = None
     credit_rate: float | None = None
     unscheduled: float = 0.0
-    address: str = ""           # set by the launcher for one run
-    authkey: bytes = b""
+    # Not a field: a spec as the user writes it is on no launcher's line. The copy the ranks receive
+    # for one run (``live.Launched``) carries the coordinator's address and key.
+    address = ""
 
     def __post_init__(self):
         from .transport import TRANSPORTS
