@@ -6,7 +6,7 @@ coordinator that times every message with them, and each rank's line to it, are 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from ..units import parse_bytes, parse_time
 
@@ -44,6 +44,7 @@ class Congestion:
     unscheduled: rccc: bytes a sender may send before its first credit (default 0).
     """
     transport: str = "ideal"
+    _: KW_ONLY                  # every setting but the transport by name
     buffer: float | None = None
     ecn: object = None
     pfc: object = None

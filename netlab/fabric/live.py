@@ -112,7 +112,7 @@ class FabricClient:
 
 
 # ---- the line between the launcher and its ranks ---------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LaunchedCongestion(Congestion):
     """A ``Congestion`` as the ranks receive it for one run: the user's switch, and the line (a Unix
     socket's address and its key) to the run's ``Coordinator``. Made by ``launched``, never by hand."""
@@ -120,7 +120,7 @@ class LaunchedCongestion(Congestion):
     authkey: bytes = field(default=b"", repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LaunchedFlowFabric(FlowFabric):
     """A ``FlowFabric`` as the ranks receive it for one run, with the line to its ``Coordinator``."""
     address: str = ""
