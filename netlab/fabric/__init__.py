@@ -8,9 +8,9 @@ Two models, one vocabulary:
 and the closed forms they are checked against (``theory``).
 """
 from .engine import Fabric, Flow
-from .scenarios import Run, incast, jitter, long_flows, rates, victim
+from .scenarios import Incast, Run, incast, jitter, long_flows, rates, run_incast, victim
 from .switch import ECN, MTU, PFC, Port, Switch, pfc_headroom
 from .transport import RTO_MIN, TRANSPORTS
 
-__all__ = ["ECN", "MTU", "PFC", "RTO_MIN", "TRANSPORTS", "Fabric", "Flow", "Port", "Run", "Switch",
-           "incast", "jitter", "long_flows", "pfc_headroom", "rates", "victim"]
+__all__ = ["ECN", "MTU", "PFC", "RTO_MIN", "TRANSPORTS", "Fabric", "Flow", "Incast", "Port", "Run", "Switch",
+           "incast", "jitter", "long_flows", "pfc_headroom", "rates", "run_incast", "victim"]

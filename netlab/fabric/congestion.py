@@ -6,7 +6,7 @@ coordinator that times every message with them, and each rank's line to it, are 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from ..units import parse_bytes, parse_time
 
@@ -44,6 +44,7 @@ class Congestion:
     unscheduled: rccc: bytes a sender may send before its first credit (default 0).
     """
     transport: str = "ideal"
+    _: KW_ONLY                  # every setting but the transport by name
     buffer: float | None = None
     ecn: object = None
     pfc: object = None
@@ -62,8 +63,9 @@ class Congestion:
     failure: object = None
     credit_rate: float | None = None
     unscheduled: float = 0.0
-    address: str = ""           # set by the launcher for one run
-    authkey: bytes = b""
+    # Not a field: a spec as the user writes it is on no launcher's line. The copy the ranks receive
+    # for one run (``live.Launched``) carries the coordinator's address and key.
+    address = ""
 
     def __post_init__(self):
         from .transport import TRANSPORTS

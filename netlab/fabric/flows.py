@@ -57,8 +57,9 @@ class FlowFabric:
     routing: str = "ecmp"
     seed: int = 0
     causal: bool = False
-    address: str = ""           # set by the launcher for one run
-    authkey: bytes = b""
+    # Not a field: a spec as the user writes it is on no launcher's line. The copy the ranks receive
+    # for one run (``live.Launched``) carries the coordinator's address and key.
+    address = ""
 
     ports_only = False          # never the port model: the coordinator always runs this fabric
     arrivals = False            # no "first of several to arrive" (a packet fabric's delivery order)

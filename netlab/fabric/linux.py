@@ -114,7 +114,7 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", tr
           rto_min="200ms", rounds: int = 20, hz: int | None = None, burst=None, seed: int = 0) -> dict:
     """The packet model's prediction for the testbed `incast` measures, with the same keys.
 
-    The model's transport gets Linux's loss recovery (`tcp.Reno(linux=True)`: RACK, tail loss
+    The model's transport gets Linux's loss recovery (`tcp.LinuxTCP`: RACK, tail loss
     probes, SRTT + max(4 RTTVAR, RTOmin), timers in whole ticks of 1/`hz`, by default this kernel's
     CONFIG_HZ where it can be read; unrounded where not), the senders keep one connection across
     rounds with Linux's restart after idle, the receiver ACKs every second segment with the kernel's
@@ -132,10 +132,12 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", tr
     rounds = validate.whole(rounds, "rounds", 1)
     hz = kernel_hz() if hz is None else validate.positive(hz, "hz")
     burst_b = parse_bytes(burst, "burst") if burst is not None else netns.default_burst(rate)
-    run = scenarios.incast(n, block_b, rate, buffer_b, transport, rto_min=rto, rounds=int(rounds),
-                           link_delay=LINK_DELAY, persistent=True, burst=burst_b,
-                           transport_options={"linux": True, "tick": 1 / hz if hz else 0.0},
-                           delayed_ack=delayed_ack(rto, hz), seed=validate.whole(seed, "seed", 0))
+    from .congestion import Congestion
+    switch = Congestion(transport, buffer=buffer_b, rto_min=rto, seed=validate.whole(seed, "seed", 0))
+    run = scenarios.run_incast(scenarios.Incast(
+        senders=n, block=block_b, rounds=int(rounds), bandwidth=rate, link_delay=LINK_DELAY, switch=switch,
+        persistent=True, burst=burst_b, transport_options={"linux": True, "tick": 1 / hz if hz else 0.0},
+        delayed_ack=delayed_ack(rto, hz)))
     s = run.summary()
     out = _result("model", n, block_b, rate, buffer_b, transport, rto, False, run.rounds, s["timeouts"],
                   s["retransmissions"], s["drops"], 0, run.wall_s)

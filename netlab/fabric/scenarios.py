@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import transport as tp
+from .congestion import Congestion
 from ..validate import whole as validate_whole
 from .engine import Fabric, Flow
 from .rdma import DCQCN_RED
@@ -112,6 +113,52 @@ def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_dela
     return nics, down
 
 
+@dataclass(frozen=True, kw_only=True)
+class Incast:
+    """An incast, as ``run_incast`` runs it: ``rounds`` barrier-synchronized rounds of ``senders`` x
+    ``block`` bytes into one switch port toward the receiver, every link at ``bandwidth`` (bytes/s) with
+    ``link_delay`` (s). ``switch`` is the switch between them, the same ``Congestion`` that
+    ``netlab.network(congestion=...)`` takes for real ranks: its transport, buffer per port, ECN, PFC,
+    RTOmin, receive window, another job's ``background`` load (Poisson arrivals of ``background_size``
+    bytes from one more host into the receiver's port) and ``seed``.
+
+    ``shared_buffer``: the switch's buffer is one pool shared by its ports. ``burst`` (bytes) makes the
+    receiver's port a token bucket as Linux's tbf (``switch.TokenBucketPort``). ``persistent``: each
+    sender keeps one connection across rounds (window-based transports with ``resume``): its window,
+    ssthresh and RTT estimate carry over to its next round's block. ``delayed_ack`` (s; the Linux
+    testbed's model sets it): the receivers ACK every second in-order segment, with that delayed-ACK
+    timer, as Linux's do (``engine.Flow``); None, every packet ACKed at once. ``transport_options``:
+    further keywords for each sender (``transport.make``; e.g. ``linux=True``). ``time_limit``: the
+    virtual seconds the rounds must finish in.
+    """
+    senders: int = 16
+    block: int = 256 * 1024
+    rounds: int = 1
+    bandwidth: float = 1e9 / 8
+    link_delay: float = LINK_DELAY
+    switch: Congestion = Congestion("reno", buffer=64 * 1024, rto_min=tp.RTO_MIN)
+    shared_buffer: bool = False
+    burst: int | None = None
+    persistent: bool = False
+    delayed_ack: float | None = None
+    transport_options: dict | None = None
+    time_limit: float = 600.0
+
+    def __post_init__(self):
+        sw = self.switch
+        if not isinstance(sw, Congestion):
+            raise ValueError(f"switch: must be a netlab.fabric.Congestion, got {sw!r}")
+        if sw.switched or sw.storm is not None:
+            raise ValueError("switch: an incast runs on chapter 6's one switch (no topology, planes, trimming "
+                             "or pause storm)")
+        validate(self.senders, self.block, self.bandwidth, sw.buffer, sw.transport, sw.rto_min, self.rounds,
+                 sw.ecn, sw.pfc, self.link_delay)
+        if self.delayed_ack is not None and not self.delayed_ack > 0:
+            raise ValueError(f"delayed_ack: must be greater than zero seconds, got {self.delayed_ack!r}")
+        if self.delayed_ack is not None and tp.TRANSPORTS[sw.transport].rate_based:
+            raise ValueError(f"delayed_ack: for window-based transports only, not {sw.transport!r}")
+
+
 def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 8, buffer=64 * 1024,
            transport: str = "reno", rto_min: float = tp.RTO_MIN, rounds: int = 1, ecn: ECN | None = None,
            pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
@@ -119,41 +166,47 @@ def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 
            window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
            persistent: bool = False, burst: int | None = None, event_limit: int | None = None,
            delayed_ack: float | None = None, progress=None) -> Run:
-    """``rounds`` barrier-synchronized rounds of ``senders`` x ``block`` bytes into one port.
+    """``run_incast`` of the ``Incast`` these keywords describe (the switch's as ``Congestion``'s, the
+    rest as ``Incast``'s); ``event_limit`` and ``progress`` as ``run_incast``'s."""
+    validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
+    if not 0 <= background < 1:
+        raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
+    if window is not None and tp.takes_window(transport) and not window >= MTU:
+        raise ValueError(f"window: must be at least one {MTU}-byte packet, got {window!r}")
+    switch = Congestion(transport, buffer=buffer, ecn=ecn, pfc=pfc, rto_min=rto_min, window=window, seed=seed,
+                        background=background, background_size=background_size)
+    config = Incast(senders=senders, block=block, rounds=rounds, bandwidth=bandwidth, link_delay=link_delay,
+                    switch=switch, shared_buffer=shared_buffer, burst=burst, persistent=persistent,
+                    delayed_ack=delayed_ack, transport_options=transport_options, time_limit=time_limit)
+    return run_incast(config, event_limit=event_limit, progress=progress)
 
-    ``window`` is each TCP receiver's advertised window in bytes (default Linux's initial 64 KB, from
-    tcp_rmem's 128 KB default buffer, kept fixed: Linux grows it by autotuning up to tcp_rmem's maximum;
-    None: unlimited), so N x window is what the senders can have in flight at once.
-    ``background`` is the load (0..1 of the port) of another job's flows, Poisson arrivals of
-    ``background_size`` bytes from one more host, seeded by ``seed``.
-    ``persistent``: each sender keeps one connection across rounds (window-based transports with
-    ``resume``): its window, ssthresh and RTT estimate carry over to its next round's block.
-    ``burst`` (bytes) makes the receiver's port a token bucket as Linux's tbf (``switch.TokenBucketPort``).
+
+def run_incast(config: Incast, *, event_limit: int | None = None, progress=None) -> Run:
+    """Run ``config``'s incast on the packet fabric: one ``Fabric``, a star of ``senders + 1`` hosts.
+
+    ``window`` (the switch's) is each TCP receiver's advertised window in bytes (default Linux's initial
+    64 KB, from tcp_rmem's 128 KB default buffer, kept fixed: Linux grows it by autotuning up to
+    tcp_rmem's maximum; None: unlimited), so N x window is what the senders can have in flight at once.
     ``event_limit``: stop after that many events even if the rounds have not finished (the run is
     then ``complete`` False: what happened so far), to bound the wall time of an interactive answer.
-    ``delayed_ack`` (s; the Linux testbed's model sets it): the receivers ACK every second in-order
-    segment, with that delayed-ACK timer, as Linux's do (``engine.Flow``); default None, every packet
-    ACKed at once.
     ``progress``: called now and then (every 4,096 events, and once at the end) with the bytes the
     receiver has in order so far, out of ``senders * block * rounds`` (a progress bar's count);
     the events run are the same with or without it.
     """
     import time
-    validate(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
-    if not 0 <= background < 1:
-        raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
-    if delayed_ack is not None and not delayed_ack > 0:
-        raise ValueError(f"delayed_ack: must be greater than zero seconds, got {delayed_ack!r}")
-    if delayed_ack is not None and tp.TRANSPORTS[transport].rate_based:
-        raise ValueError(f"delayed_ack: for window-based transports only, not {transport!r}")
+    sw = config.switch
+    senders, block, rounds, bandwidth = config.senders, config.block, config.rounds, config.bandwidth
+    buffer, transport, rto_min, seed, background = sw.buffer, sw.transport, sw.rto_min, sw.seed, sw.background
+    ecn, pfc, window, background_size = sw.ecn, sw.pfc, sw.window, sw.background_size
+    link_delay, shared_buffer, burst, delayed_ack = config.link_delay, config.shared_buffer, config.burst, \
+        config.delayed_ack
+    persistent, time_limit, transport_options = config.persistent, config.time_limit, config.transport_options
     wall = time.perf_counter()
     fab = Fabric(seed)
     nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst)
     run = Run(fab, [], down.name)
     options = dict(transport_options or {})
     if window is not None and tp.takes_window(transport):
-        if not window >= MTU:
-            raise ValueError(f"window: must be at least one {MTU}-byte packet, got {window!r}")
         options.setdefault("max_window", window)
     state = {"round": 0, "left": 0, "start": 0.0}
 

@@ -11,7 +11,7 @@ from .nscc import NSCC
 from .rccc import RCCC
 from .rdma import DCQCN, Ideal, Paced
 from .sender import RTO_MAX, RTO_MIN, Sender
-from .tcp import DCTCP, Cubic, Reno
+from .tcp import DCTCP, LINUX, Cubic, Reno
 
 __all__ = ["DCQCN", "DCTCP", "NSCC", "RCCC", "RTO_MAX", "RTO_MIN", "TRANSPORTS", "UNORDERED", "Cubic", "Ideal",
            "Paced", "Reno", "Sender", "flow_class", "make", "takes_window"]
@@ -36,9 +36,19 @@ def takes_window(name: str) -> bool:
     return not cls.rate_based and name not in UNORDERED
 
 
-def make(name: str, flow, rto_min: float = RTO_MIN, **kw) -> Sender:
+def make(name: str, flow, rto_min: float = RTO_MIN, linux: bool = False, tick: float = 0.0, **kw) -> Sender:
+    """A sender of transport ``name`` for ``flow``. ``linux``: the Linux kernel's profile of a TCP sender
+    (``tcp.LinuxTCP``: RACK, tail loss probes, the kernel's RTO), with its timers kept in ``tick``s
+    (s, 1/HZ; 0: exact; without ``linux`` it has no effect). For reno, cubic and dctcp only."""
     try:
         cls = TRANSPORTS[name]
     except KeyError:
         raise ValueError(f"transport: must be one of {', '.join(TRANSPORTS)}, got {name!r}") from None
+    if not tick >= 0:
+        raise ValueError(f"tick: must be zero or more seconds, got {tick!r}")
+    if linux:
+        if cls not in LINUX:
+            raise ValueError(f"linux: the kernel's TCP profile is for {', '.join(c.__name__.lower() for c in LINUX)}, "
+                             f"not {name!r}")
+        return LINUX[cls](flow, rto_min, tick=tick, **kw)
     return cls(flow, rto_min, **kw)
