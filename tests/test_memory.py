@@ -141,8 +141,10 @@ def test_trim_heap_gives_freed_heap_pages_back():
         for b in keep:
             libc.free(b)
     # each 49 KB gap holds 10 or 11 whole pages: thousands in all, every one resident before the trim;
-    # after it all but a few (21 of 6,087 when this was written: blocks glibc kept for reuse) are gone
-    assert len(gaps) > 400 and len(before) > 10 * len(gaps) and all(before)
+    # after it all but a few (21 of 6,087 when this was written: blocks glibc kept for reuse) are gone.
+    # How many survivors sit next to each other depends on how fragmented earlier tests left the heap
+    # (548 gaps when run alone, 387 after the quick suite): a hundred is plenty to tell a trim from none
+    assert len(gaps) > 100 and len(before) > 10 * len(gaps) and all(before)
     assert sum(after) <= 2 * len(gaps), (sum(after), len(after))
 
 
