@@ -126,9 +126,9 @@ def main(argv=None):
                         print(f"  {chapter:32s} {panel.index:5d}  {label:22s} {statistics.median(times):7.2f}s "
                               f"{max(times):7.2f}s {inside} {statistics.median(full):8.2f}s {max(full):8.2f}s",
                               flush=True)
-        print(f"# load average {os.getloadavg()[0]:.1f} at the end")
             finally:
                 lab.shut_down_kernels()
+        print(f"# load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":
