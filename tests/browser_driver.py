@@ -76,7 +76,11 @@ class JupyterLab:
                    JUPYTERLAB_SETTINGS_DIR=str(self.tmp / "settings"),
                    JUPYTERLAB_WORKSPACES_DIR=str(self.tmp / "workspaces"), IPYTHONDIR=str(self.tmp / "ipython"),
                    MPLCONFIGDIR=str(self.tmp / "matplotlib"), OMP_NUM_THREADS="1", CI="1")
-        env.update(self.extra_env)
+        for key, value in self.extra_env.items():       # None: leave the variable out (CI=None: full size)
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         (self.tmp / "home").mkdir()
         cmd = [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
                f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",

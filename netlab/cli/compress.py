@@ -70,12 +70,12 @@ def main(args) -> int:
                   device=args.device, efficiency=args.efficiency, width=args.width, batch=args.batch, lr=args.lr,
                   seed=args.seed, codec=args.codec)
     r = run_training(args.method, error_feedback=args.error_feedback, **common, **options)
-    base = run_training("none", **common)
+    base = r if args.method == "none" and not args.error_feedback else run_training("none", **common)
     out = {"method": args.method, "options": options, "error_feedback": args.error_feedback,
            "accuracy": r.final_accuracy, "baseline_accuracy": base.final_accuracy,
            "bytes_per_step": r.bytes_per_step, "baseline_bytes_per_step": base.bytes_per_step,
            "payload_bytes": r.payload_bytes, "dense_bytes": r.dense_bytes,
-           "compression_ratio": r.compression_ratio, "wire_ratio": base.bytes_per_step / r.bytes_per_step,
+           "compression_ratio": r.compression_ratio, "wire_ratio": base.bytes_per_step / r.bytes_per_step if r.bytes_per_step else None,
            "step_s": r.step_s, "baseline_step_s": base.step_s, "diverged_at_step": r.diverged,
            "encode_s": r.encode_s, "decode_s": r.decode_s, "steps": args.steps, "ranks": args.ranks,
            "bandwidth": args.bandwidth, "setup": r.setup,
@@ -94,8 +94,9 @@ def main(args) -> int:
         + (f"   DIVERGED at step {r.diverged}" if r.diverged is not None else ""),
         f"  payload   {fmt_bytes(r.payload_bytes)} per rank per step, {r.compression_ratio:.1f}x smaller than "
         f"fp32 ({fmt_bytes(r.dense_bytes)})",
-        f"  wire      {fmt_bytes(r.bytes_per_step)} sent per rank per step (baseline {fmt_bytes(base.bytes_per_step)}, "
-        f"{out['wire_ratio']:.1f}x less)",
+        (f"  wire      {fmt_bytes(r.bytes_per_step)} sent per rank per step (baseline {fmt_bytes(base.bytes_per_step)}, "
+         f"{out['wire_ratio']:.1f}x less)" if r.bytes_per_step else
+         "  wire      nothing sent: one rank has no one to send its gradient to"),
         f"  step      {fmt_time(r.step_s)} (baseline {fmt_time(base.step_s)}), compress {fmt_time(r.encode_s)} "
         f"+ decompress {fmt_time(r.decode_s)} per payload, virtual time",
         f"  codec     {describe_codec(args.codec)}",

@@ -20,6 +20,17 @@ Why a base class, and why it does not use pyplot or ``interactive_output``:
   #312, jupyter_client#1059; ``tests/test_headless_stall.py``). Assigning ``out.outputs`` sends nothing back.
 * **Coalescing.** Several changes that arrive while a run is pending collapse into one run with
   the controls' latest values.
+* **A busy kernel says so.** A change that arrives on a subshell thread while the main thread is busy
+  (a cell running, or the previous change) waits for it; if it has not started after
+  ``QUEUE_NOTICE_S``, the status line says "waiting for the running cell" until it does. This needs
+  the subshells: where widget messages come on the main thread's own channel (JupyterLab before 4.6,
+  classic Notebook, VS Code) the kernel reads a change only once the cell has ended, and nothing
+  can be shown before that (docs/instructors.md says so).
+* **First answer fast.** A panel whose full answer takes longer than a change should (chapters 3 and
+  4 train for dozens of steps) writes ``render`` as a generator: it yields a first answer (a run of
+  fewer steps: every number means what it means in the full one, and the text says how many steps
+  it covers), then the full answer, each shown in place of the last. A newer change that
+  arrives meanwhile skips the rest: the panel answers the latest setting instead of finishing an old one.
 
 A chapter's panel says only what is particular to it: its controls (a dict of widgets in display
 order, built with ``slider``, ``choice``, ``dropdown`` and ``toggle`` so every panel looks alike),
@@ -36,6 +47,7 @@ import base64
 import contextlib
 import gc
 import html
+import inspect
 import io
 import signal
 import threading
@@ -49,6 +61,10 @@ from matplotlib.figure import Figure
 # involved, but mathtext's parser is shared by every figure, so panels draw one at a time.
 _draw_lock = threading.RLock()
 INTERRUPTED = "Interrupted: the ranks were stopped. Move a control to run again."
+QUEUED = ("<i>waiting for the running cell (or the previous change) to finish: this change runs as soon as "
+          "the kernel is free</i>")
+REFINING = "<i>first answer shown; the full run is on its way&hellip; (Kernel &gt; Interrupt stops it)</i>"
+QUEUE_NOTICE_S = 0.3            # a change not started by then is waiting for the kernel: say so
 STYLE = {"description_width": "120px"}
 LAYOUT = {"width": "460px"}
 
@@ -107,6 +123,8 @@ class Panel:
         self.error: BaseException | None = None       # the last unexpected exception, for debugging
         self.runs = 0                                 # how many renders finished (tests, benchmarks)
         self.seconds = 0.0                            # how long the last one took (run and figure)
+        self.first_seconds = 0.0                      # until its first answer was shown (= seconds unless refined)
+        self.stages = 0                               # answers the last change showed (2: a first one, then the full)
         self.out = widgets.Output(layout=widgets.Layout(min_height=self.min_height))
         self.out.add_class("netlab-panel-output")
         self.status = widgets.HTML("")
@@ -181,7 +199,8 @@ class Panel:
                 self.controls[name].value = value
 
     def refresh(self) -> None:
-        """Run now on this thread with the controls' current values, and show the result."""
+        """Run now on this thread with the controls' current values, and show the result (a panel that
+        refines shows its first answer, then the full one)."""
         with self._lock:
             self._pending = self._dirty = False
         on_main = threading.current_thread() is threading.main_thread()
@@ -194,38 +213,73 @@ class Panel:
         collecting = gc.isenabled()
         gc.disable()
         t0 = time.perf_counter()
+        self.stages = 0
         try:
             try:
-                outputs = self._outputs()
+                for outputs, more in self._stages():
+                    self.text = "\n".join(o["data"]["text/plain"] for o in outputs if "image/png" not in o["data"])
+                    self.out.outputs = tuple(outputs)                     # one assignment: replaced, never appended
+                    self.stages += 1
+                    if self.stages == 1:
+                        self.first_seconds = time.perf_counter() - t0
+                    if more:
+                        self.status.value = REFINING
             finally:
                 self.seconds = time.perf_counter() - t0
                 self.status.value = ""
                 if on_main:
                     signal.signal(signal.SIGINT, previous)
-            self.text = "\n".join(o["data"]["text/plain"] for o in outputs if "image/png" not in o["data"])
-            self.out.outputs = tuple(outputs)                             # one assignment: replaced, never appended
         finally:
             if collecting:
                 gc.enable()
         self.runs += 1
         # What this change cost in the kernel (run + figure), so the time a chapter states can be checked.
-        self.status.value = f'<span style="color:#777">this change took {self.seconds:.2f} s in the kernel</span>'
+        first = f"first answer after {self.first_seconds:.2f} s, " if self.stages > 1 else ""
+        self.status.value = (f'<span style="color:#777">this change took {first}{self.seconds:.2f} s in the '
+                             'kernel</span>')
 
     def _outputs(self) -> list[dict]:
+        """The last answer's outputs (what ``refresh`` shows when it is done)."""
+        outputs = []
+        for outputs, _ in self._stages():
+            pass
+        return outputs
+
+    def _stages(self):
+        """(outputs, more to come) for each answer of ``render``: one, or a first answer and the full one.
+        A refusal, an interrupt or an error is one answer in place of the rest."""
+        answers = None
         try:
             with _draw_lock:
-                text, fig = self.render(**self.values())
-                png = png_bytes(fig, self.dpi, self.tight) if fig is not None else None
+                answers = self.render(**self.values())
+                staged = inspect.isgenerator(answers)
+                current = next(answers) if staged else answers
+                while current is not None:
+                    text, fig = current
+                    png = png_bytes(fig, self.dpi, self.tight) if fig is not None else None
+                    self.error = None
+                    out = ([_text_output(text)] if text else []) + ([_image_output(png)] if png is not None else [])
+                    if not staged or self._superseded():
+                        yield out, False
+                        return
+                    yield out, True                                       # shown while the next one runs
+                    current = next(answers, None)
         except KeyboardInterrupt:
-            return [_text_output(INTERRUPTED)]
+            yield [_text_output(INTERRUPTED)], False
         except (ValueError, MemoryError) as exc:
-            return [_text_output(f"cannot run this setting: {exc}")]
+            yield [_text_output(f"cannot run this setting: {exc}")], False
         except Exception as exc:                                          # noqa: BLE001 -- shown, kept
             self.error = exc
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            return [_text_output(f"error: {type(exc).__name__}: {first}")]
-        self.error = None
-        return ([_text_output(text)] if text else []) + ([_image_output(png)] if png is not None else [])
+            yield [_text_output(f"error: {type(exc).__name__}: {first}")], False
+        finally:
+            if inspect.isgenerator(answers):
+                answers.close()
+
+    def _superseded(self) -> bool:
+        """A newer change is waiting: do not finish refining this one."""
+        with self._lock:
+            return self._pending
 
     def _changed(self, change) -> None:
         self._grey()                                                      # at once, whoever runs the change
@@ -244,6 +298,15 @@ class Panel:
                 return
             self._pending = True
         loop.add_callback(self._run_pending)
+        notice = threading.Timer(QUEUE_NOTICE_S, self._queued_notice)    # the main thread may be busy
+        notice.daemon = True
+        notice.start()
+
+    def _queued_notice(self) -> None:
+        """Still not started: the kernel's main thread is running something else. Say so at once."""
+        with self._lock:                                                  # refresh clears _pending under it
+            if self._pending:
+                self.status.value = QUEUED
 
     def _run_pending(self) -> None:
         with self._lock:
