@@ -95,12 +95,12 @@ def test_chapter_2_ring_stepper_and_collectives():
 
 def test_chapter_3_parameter_servers():
     from netlab.ui.ch3 import PSPanel
-    explore(PSPanel(steps=6, workers=2, servers=1), 4)
+    explore(PSPanel(steps=8, workers=2, servers=1), 4)                    # a first answer (4 steps), then 8
 
 
 def test_chapter_4_compression():
     from netlab.ui.ch4 import CompressPanel
-    explore(CompressPanel(steps=8, ranks=2, sweep=["1Gbit/s", "100Gbit/s"]), 3)
+    explore(CompressPanel(steps=40, ranks=2, sweep=["1Gbit/s", "100Gbit/s"]), 3)   # 20 steps, then 40
 
 
 def test_chapter_5_fabric_explorer():

@@ -102,21 +102,21 @@ def staged_answers(panel, **change):
 def test_chapter_3s_first_answer_is_the_short_run_it_says_and_under_bsp_the_full_runs_beginning(mode):
     from netlab.ps import run_ps
     from netlab.ui.ch3 import FIRST_STEPS, PSPanel
-    full_steps = 2 * FIRST_STEPS
+    full_steps = 4 * FIRST_STEPS
     panel = PSPanel(workers=3, servers=2, steps=full_steps, stragglers=1, mode=mode)
     (first, first_text), (full, full_text) = staged_answers(panel, servers=1)
     assert f"a {FIRST_STEPS}-step run; the {full_steps}-step run follows" in first_text
     assert "first answer" not in full_text
     setting = dict(workers=3, servers=1, sharding="hash", bandwidth="10Gbit/s", mode=mode, staleness=2,
                    stragglers=1, slowdown=4.0, partition_bytes=32_768)
-    short = run_ps(steps=FIRST_STEPS, eval_every=1, **setting)                # run apart
-    alone = run_ps(steps=full_steps, eval_every=2, **setting)
+    short = run_ps(steps=FIRST_STEPS, eval_every=max(1, FIRST_STEPS // 8), **setting)       # run apart
+    alone = run_ps(steps=full_steps, eval_every=max(1, full_steps // 8), **setting)
     assert first.step_s == short.step_s and first.history == short.history
     assert full.step_s == alone.step_s and full.history == alone.history
     if mode == "bsp":                                          # synchronous: the short run is the long one's start
         at = dict(zip(alone.history["step"], zip(alone.history["time_s"], alone.history["accuracy"])))
         common = [s for s in short.history["step"] if s in at]
-        assert len(common) == FIRST_STEPS // 2
+        assert len(common) == FIRST_STEPS // max(1, full_steps // 8)
         for step, t, acc in zip(short.history["step"], short.history["time_s"], short.history["accuracy"]):
             if step in at:
                 assert (t, acc) == at[step]

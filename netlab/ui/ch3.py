@@ -14,7 +14,7 @@ from ..units import fmt_bytes, fmt_time
 from .panel import Panel, choice, new_figure, slider, toggle
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
-FIRST_STEPS = 8         # a change shows these steps first when the panel trains for twice as many or more
+FIRST_STEPS = 4         # a change shows these steps first when the panel trains for twice as many or more
 
 
 class PSPanel(Panel):

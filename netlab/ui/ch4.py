@@ -18,7 +18,7 @@ from .panel import STYLE, Panel, choice, dropdown, new_figure, slider
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 RATIOS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3]
 TAUS = [0.001, 0.003, 0.01, 0.03]
-FIRST_STEPS = 40        # a change shows these steps first when the panel trains for twice as many or more
+FIRST_STEPS = 20        # a change shows these steps first when the panel trains for twice as many or more
 
 
 class CompressPanel(Panel):
