@@ -13,7 +13,7 @@ Every number is a run's; the formulas are printed beside them.
 import argparse
 import time
 
-from netlab.bench import bench
+from netlab.collectives.bench import bench
 from netlab.net.network import network
 from netlab.sim import alltoall
 

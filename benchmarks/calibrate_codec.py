@@ -18,7 +18,7 @@ import datetime
 import platform
 import sys
 
-from netlab import train
+from netlab.dataparallel import train
 from netlab.compress.codec_cost import measure_here
 from netlab.compress.codec_cost import label
 from netlab.compress.table import TABLE

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/ch7_scenario_panel.py          # every kind, seeds 0-2
 
-Each change is one ``netlab.scenarios.scenario`` on real ranks plus the panel's text and figure; the
+Each change is one ``netlab.observe.scenarios.scenario`` on real ranks plus the panel's text and figure; the
 first 4-rank and 7-rank runs start or enlarge the shared pool and are timed apart. Prints the load:
 on a loaded machine the figures measure the load too.
 """
@@ -12,11 +12,12 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from netlab import cluster, scenarios  # noqa: E402
+import netlab  # noqa: E402
+from netlab.observe import scenarios  # noqa: E402
 from netlab.ui.ch7 import Ch7Panel  # noqa: E402
 
 t = time.monotonic()
-cluster.get_cluster(7)
+netlab.get_cluster(7)
 print(f"pool of 7 ranks started: {time.monotonic() - t:.2f} s (load {os.getloadavg()[0]:.1f})")
 panel = Ch7Panel()
 print(f"panel built (one bucketed step): {panel.seconds:.2f} s")

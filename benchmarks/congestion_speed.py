@@ -10,7 +10,7 @@ below (every value of every control from the chapter's starting point; every tra
 RTOmin; the largest rounds, 32 x 1 MB, into the smallest and largest buffer at both rates) and
 prints the median, the maximum and the slowest settings with their events: events do not depend on
 the machine's load, wall times do; the process's CPU time is the nearer guide on a busy machine.
-Then the chapter's real-step jitter cell (``fabric.steps.step_jitter``, 3 ranks x 12 steps x 4
+Then the chapter's real-step jitter cell (``cosim.experiments.step_jitter``, 3 ranks x 12 steps x 4
 transports), per transport (--no-real skips it).
 Prints the load average beside the figures: on a busy machine read the ratios, not the times.
 """
@@ -23,7 +23,7 @@ from _harness import timed as harness_timed
 from netlab.fabric import ECN, PFC, incast, long_flows
 from netlab.fabric.fluid import dcqcn_fluid
 from netlab.fabric.rdma import DCQCN_RED
-from netlab.fabric.scenarios import headroom
+from netlab.fabric.experiments import headroom
 
 
 def timed(label, fn):
@@ -102,7 +102,7 @@ def panel_sweep():
 
 def real_steps():
     import netlab
-    from netlab.fabric.steps import step_jitter
+    from netlab.cosim.experiments import step_jitter
     t0 = time.perf_counter()
     netlab.run(lambda comm: comm.rank, ranks=3)                 # the rank pool starts once per kernel
     print(f"{'rank pool start (3 ranks), once per kernel':58s} {time.perf_counter() - t0:6.3f} s")

@@ -38,7 +38,7 @@ def observed(run) -> dict:
 
 def cells() -> dict:
     from netlab.fabric import ECN, PFC, incast, jitter, long_flows, victim
-    from netlab.fabric.scenarios import headroom
+    from netlab.fabric.experiments import headroom
     from netlab.ui.ch6 import run_setting
     out = {}
     for n in (1, 2, 4, 8, 16, 32):

@@ -1,4 +1,4 @@
-"""What the congestion-aware fabric costs per message on real ranks (netlab/fabric/live.py).
+"""What the congestion-aware fabric costs per message on real ranks (netlab/cosim/live.py).
 
     python benchmarks/fabric_overhead.py [--ranks 8] [--reps 5]
 

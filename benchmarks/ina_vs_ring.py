@@ -4,7 +4,7 @@
 
 Each point is a size-only all-reduce in virtual time (deterministic: the machine's load does not
 change it): the ring on p ranks, the in-network all-reduce on p workers and one switch rank
-(p + 1 ranks, so p = 8 needs 9). Printed beside each: its closed form (``netlab.cost``) and the
+(p + 1 ranks, so p = 8 needs 9). Printed beside each: its closed form (``netlab.collectives.cost``) and the
 ratio ring / in-network, which heads to 2(p-1)/p * k/(k+1) at large S. The wall time of the
 whole sweep is printed last (it does depend on the load).
 """
@@ -12,8 +12,8 @@ import argparse
 import time
 
 import netlab
-from netlab import cost
-from netlab.collectives import ina
+from netlab.collectives import cost
+from netlab.codesign import ina
 from netlab.units import parse_bytes
 
 

@@ -7,7 +7,7 @@
 
 0. (--compare) The model against the kernel, same setup: for each N and RTOmin 200 ms / 1 ms,
    `repeats` Linux runs of `compare-rounds` rounds (mean, and the spread min-max of the runs'
-   link fractions) beside the packet model's prediction over as many rounds (netlab.fabric.linux.model:
+   link fractions) beside the packet model's prediction over as many rounds (netlab.linuxnet.linux.model:
    Linux's loss recovery, delayed ACKs, persistent connections, this kernel's HZ; mean and spread of
    `seeds` seeds of its timing noise), model / Linux mean - 1, the fraction of
    rounds that waited out an RTO (200 ms only) and the RTOs per round. At N = 8 and RTOmin 200 ms a
@@ -18,13 +18,13 @@
    with an RTO), then their mean and range beside the model's mean over `seeds` seeds: how far apart runs
    of one machine fall. Run it idle, beside busy loops, under `taskset -c 0`, to see what the machine moves.
 
-1. Raw TCP incast (netlab.fabric.linux.incast): N senders x `block` per round into a 100 Mbit/s
+1. Raw TCP incast (netlab.linuxnet.linux.incast): N senders x `block` per round into a 100 Mbit/s
    port with a 32 KB drop-tail queue, the kernel's cubic, for each N: the base (RTOmin 200 ms),
    rto_min 1 ms, a 4 MB queue, ECN marking at 16 KB, and reno and bbr in the base setup.
-2. The same with real gloo ranks (netlab.fabric.linux.ps_push): workers push `block` shards to a
+2. The same with real gloo ranks (netlab.linuxnet.linux.ps_push): workers push `block` shards to a
    server rank; the base, then rto_min 1 ms and a 4 MB queue on the same connections, and ECN in
    a separate launch (ECN is negotiated when gloo connects); then the kernel-aware model's prediction
-   for the same incast (netlab.fabric.linux.model) at RTOmin 200 ms and 1 ms.
+   for the same incast (netlab.linuxnet.linux.model) at RTOmin 200 ms and 1 ms.
 Every number is measured on the wall clock when the script runs: link = goodput x 1514/1448 / rate
 (the share of the link's frames that carried the block), ideal = N x block x 1514/1448 / rate.
 Units: KiB = 1024 B, Mbit/s = 1e6 bit/s. Needs root; elsewhere it prints why and exits 0.
@@ -32,7 +32,7 @@ Units: KiB = 1024 B, Mbit/s = 1e6 bit/s. Needs root; elsewhere it prints why and
 import argparse
 import time
 
-from netlab.fabric import linux, netns
+from netlab.linuxnet import linux, netns
 
 COLUMNS = f"{'setup':<28}{'link':>7}{'p50 ms':>9}{'p99 ms':>9}{'ideal ms':>10}{'RTOs':>6}{'retx':>7}{'drops':>7}{'marks':>7}"
 

@@ -30,8 +30,9 @@ import tempfile
 import time
 
 from linux_incast import SLOW_ROUND_S, rto_rounds   # the compare table's rule for an RTO round
-from netlab.fabric import linux, switch
-from netlab.fabric.netns import Testbed
+from netlab.linuxnet import linux
+from netlab.fabric import switch
+from netlab.linuxnet.netns import Testbed
 
 BLOCK, RATE, BUFFER = 64 * 1024, 12.5e6, 32 * 1024
 BINS_MS = (0, 1, 2, 5, 10, 20, 50, float("inf"))

@@ -4,13 +4,15 @@
 
 Prints, for each bucket capacity, the number of buckets, the step time with the buckets
 all-reduced during the backward pass and after it, the exposed communication and the overlap
-fraction read from the trace (``netlab.analysis``), and the alpha-beta pipeline prediction.
+fraction read from the trace (``netlab.observe.analysis``), and the alpha-beta pipeline prediction.
 """
 from __future__ import annotations
 
 import argparse
 
-from netlab import analysis, buckets, cluster, overlap, train
+import netlab
+from netlab.observe import analysis
+from netlab.dataparallel import buckets, overlap, train
 from netlab.net.network import network
 from netlab.net.presets import device
 from netlab.units import fmt_bytes, fmt_time
@@ -35,7 +37,7 @@ def main() -> None:
           f"{'exposed':>10} {'overlap':>8}")
     for cap in (1, 20_000, 100_000, 300_000, 600_000, 10**12):
         plan = buckets.plan(prof, cap)
-        runs = {ov: cluster.run(overlap.overlapped_step, ranks=a.ranks, network=net, device=dev, width=a.width,
+        runs = {ov: netlab.run(overlap.overlapped_step, ranks=a.ranks, network=net, device=dev, width=a.width,
                                 layers=a.layers, batch=a.batch, bucket_bytes=cap, overlap=ov).trace
                 for ov in (True, False)}
         row = max(analysis.breakdown(runs[True]), key=lambda r: r["exposed_comm_s"])

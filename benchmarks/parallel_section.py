@@ -35,9 +35,9 @@ def main() -> None:
                and nb.cells[i].source.startswith("## "))
     ns: dict = {}
     exec(nb.cells[1].source.replace("%matplotlib inline", ""), ns)
-    from netlab import cluster
-    from netlab.parallel import measure
-    pids = cluster.get_cluster(4).pids
+    import netlab
+    from netlab.codesign.parallel import measure
+    pids = netlab.get_cluster(4).pids
     measure("dp", ranks=4)
     total_wall = total_cpu = 0.0
     for i in range(start, end):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 
-from netlab import cost, network, ps
+from netlab.collectives import cost
+from netlab import network, ps
 from netlab.ps import formulas, hybrid, sparse
 
 BW, LAT = "1Gbit/s", "5us"

@@ -17,7 +17,7 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import netlab  # noqa: E402
-from netlab import memory  # noqa: E402
+from netlab.runtime import memory  # noqa: E402
 from netlab.runtime import shared  # noqa: E402
 
 
@@ -50,17 +50,17 @@ def forkserver_private() -> float:
 
 
 def main():
-    from netlab import cluster, ps
+    from netlab import ps
     from netlab.compress.training import run_training
-    from netlab.step import measure_step
+    from netlab.dataparallel.step import measure_step
     asked = []
-    original = cluster.check_memory
+    original = shared.check_memory
 
     def recording(ranks, per_rank_bytes, *args, **kwargs):
         asked.append((ranks, per_rank_bytes))
         return original(ranks, per_rank_bytes, *args, **kwargs)
 
-    cluster.check_memory = recording
+    shared.check_memory = recording
     runs = [
         ("PS, 8 workers + 4 servers, 20 steps (chapter 3)",
          lambda: ps.run_ps(workers=8, servers=4, mode="bsp", steps=20, width=512, bandwidth="1Gbit/s", latency="5us")),

@@ -13,11 +13,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from netlab import analysis, cluster, scenarios  # noqa: E402
+import netlab  # noqa: E402
+from netlab.observe import analysis, scenarios  # noqa: E402
 from netlab.figures.trace import peer_matrix, timeline  # noqa: E402
 
 t = time.monotonic()
-cluster.get_cluster(7)
+netlab.get_cluster(7)
 print(f"pool of 7 ranks started: {time.monotonic() - t:.2f} s (load {os.getloadavg()[0]:.1f})")
 for name in scenarios.KINDS:
     times = []

@@ -12,19 +12,18 @@ from .runtime.errors import Interrupted, RankDied, RankError, RankTimeout
 from .runtime.launch import run
 from .runtime.pool import Cluster
 from .runtime.result import RunResult
-from .runtime.shared import set_idle_timeout, shutdown
+from .runtime.shared import get_cluster, set_idle_timeout, shutdown
 from .runtime.shared import trim_when_kernel_idles as _trim_when_kernel_idles
 from .runtime.comm import Comm
 from .net import DEVICES, LINKS, Device, Link, Network, device, network
 from .net.network import congestion
 from .fabric.congestion import Congestion
 from .runtime.trace import Trace
-from . import cluster  # noqa: F401  (netlab.cluster.get_cluster: the labs use it)
 from . import check  # noqa: E402  (exercise checks: netlab.check.step_time, ...)
 
 _trim_when_kernel_idles()                 # a notebook kernel hands freed heap back after each cell
 
 __version__ = "0.1.0"
-__all__ = ["run", "shutdown", "set_idle_timeout", "Cluster", "RankError", "RankDied", "RankTimeout", "Interrupted",
+__all__ = ["run", "get_cluster", "shutdown", "set_idle_timeout", "Cluster", "RankError", "RankDied", "RankTimeout", "Interrupted",
            "RunResult",
            "Comm", "Trace", "congestion", "Congestion", "Network", "Link", "network", "Device", "device", "LINKS", "DEVICES"]

@@ -6,7 +6,8 @@ import torch
 import torch.distributed as dist
 
 import netlab
-from netlab import bench, collectives as C, cost
+from netlab.collectives import bench, cost
+from netlab import collectives as C
 from netlab.net import fabrics
 from netlab.sim import alltoall as sim_a2a, simulate
 
@@ -73,7 +74,7 @@ def test_bench_cli_lists_alltoall_and_refuses_what_it_cannot_run(run_cli):
 def test_bad_input_gets_one_line_naming_it():
     def odd(comm):
         C.all_to_all(comm, torch.zeros(5))
-    with pytest.raises(netlab.cluster.RankError, match="tensor: an all-to-all needs 2 equal blocks"):
+    with pytest.raises(netlab.RankError, match="tensor: an all-to-all needs 2 equal blocks"):
         netlab.run(odd, ranks=2, network=NET)
     with pytest.raises(ValueError, match="algo: alltoall has no algorithm 'ring'"):
         C.resolve("alltoall", "ring")

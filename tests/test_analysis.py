@@ -4,8 +4,10 @@ import time
 
 import pytest
 
-from netlab import analysis, cluster, overlap, train
-from netlab import analysis_export as ax
+import netlab
+from netlab.observe import analysis
+from netlab.dataparallel import overlap, train
+from netlab.observe import hta_export as ax
 from netlab.runtime.comm import Event
 from netlab.net.network import network
 from netlab.net.presets import device
@@ -46,7 +48,7 @@ def test_link_utilisation_by_hand():
 
 
 def _overlapped(net, slowdown=None):
-    return cluster.run(overlap.overlapped_step, ranks=4, network=net, device=DEV, width=1024, layers=4,
+    return netlab.run(overlap.overlapped_step, ranks=4, network=net, device=DEV, width=1024, layers=4,
                        batch=256, bucket_bytes=1 << 20, slowdown=slowdown).trace
 
 
@@ -116,7 +118,7 @@ def test_wall_clock_trace():
     clock two ranks' collectives can last the same to 0.1 %, and then no rank is a straggler; a rank
     held back 0.5 s makes the answer certain whatever a loaded machine's jitter (it enters last, and
     the other rank waits for it)."""
-    tr = cluster.run(late_step, ranks=2, late_s=0.5, device=DEV, width=64, batch=8).trace
+    tr = netlab.run(late_step, ranks=2, late_s=0.5, device=DEV, width=64, batch=8).trace
     assert not tr.virtual
     for r in analysis.breakdown(tr):
         assert r["compute_s"] > 0 and r["comm_s"] > 0

@@ -6,7 +6,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import netlab.check
-from netlab import capstone as cs
+from netlab.codesign import capstone as cs
 from netlab.figures.capstone import scaling
 
 MODEL = cs.Model(name="ResNet-50-like", params=25.6e6, flops_per_sample=3 * 2 * 4.1e9, batch=32)
@@ -18,7 +18,7 @@ CHOICES = [dict(algo=a, compression=c, bucket=b, placement=pl, overlap=ov)
 
 def cluster(**kw):
     base = dict(nodes=16, devices_per_node=4, nic_bandwidth="25Gbit/s", nic_latency="5us", device="V100-fp32")
-    return cs.Cluster(**dict(base, **kw))
+    return cs.ClusterSpec(**dict(base, **kw))
 
 
 @pytest.mark.parametrize("choice", CHOICES)

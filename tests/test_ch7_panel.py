@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from netlab import analysis
-from netlab.step import measure_step
+from netlab.observe import analysis
+from netlab.dataparallel.step import measure_step
 from netlab.ui.ch7 import CAPS, Ch7Panel, predicted_curve
 
 SHAPE = dict(width=128, layers=3, batch=64)         # smaller than the chapter's: quicker, same code path
@@ -101,7 +101,7 @@ def test_a_setting_the_controls_do_not_offer_is_refused_by_name(kwargs, name):
 
 def test_the_scenario_control_shows_a_scenarios_evidence_and_not_its_truth():
     """The panel's scenario view prints what the analysis reads from the same scenario run apart."""
-    from netlab import scenarios
+    from netlab.observe import scenarios
     panel = Ch7Panel(ranks=2, shape=SHAPE)
     assert panel.controls["seed"].disabled and not panel.controls["ranks"].disabled
     first, runs = png(panel), panel.runs

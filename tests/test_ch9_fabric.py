@@ -1,7 +1,7 @@
 """Chapter 9's mechanisms in the packet fabric, each against an independent reference.
 
 References: chapter 6's one-switch incast (the multi-switch builder on a star must give it to the last
-digit); chapter 5's ECMP routes and its flow simulator's max-min rates (``sim.fabric.max_min_rates``);
+digit); chapter 5's ECMP routes and its flow simulator's max-min rates (``sim.maxmin.max_min_rates``);
 closed forms counted by hand (1/k of a flow per path under round-robin spraying; N x block / B for a
 port that never idles; a full port trims exactly what does not fit; a pull pacer grants one packet
 per packet time); the REPS paper's claims (under 25 bytes of state, a failed path left within a few
@@ -25,7 +25,7 @@ from netlab.fabric.switch import Packet
 from netlab.fabric.trimming import HEADER, TRIM_PRIO, TrimmingPort
 from netlab.net import fabrics, routing
 from netlab.net.network import Link
-from netlab.sim.fabric import max_min_rates
+from netlab.sim.maxmin import max_min_rates
 
 KB = 1024
 GBIT = 1e9 / 8

@@ -13,9 +13,9 @@ from netlab import collectives
 from netlab.fabric import ethernet as E
 from netlab.fabric.congestion import Congestion
 from netlab.fabric.failure import Failure
-from netlab.fabric.steps import incast_on_ranks
+from netlab.cosim.experiments import incast_on_ranks
 from netlab.ps import run_ps
-from netlab.step import measure_step
+from netlab.dataparallel.step import measure_step
 
 KB = 1024
 

@@ -1,6 +1,6 @@
 """The challenge: its fabric against independent references, its judge's verdicts, its determinism.
 
-* The flow-level fabric real ranks run on (``fabric/flows.py``) against chapter 5's simulator (the same
+* The flow-level fabric real ranks run on (``cosim/flows.py``) against chapter 5's simulator (the same
   topology and ECMP, a different engine) and a closed form (k messages sharing one NIC).
 * Every kind of bad entry gets its row and does not stop the others (one board, each entry sandboxed),
   on a 4-rank copy of the latency task so that the deadlock's time limit is short.
@@ -20,7 +20,7 @@ import pytest
 import netlab
 from netlab import collectives, sim
 from netlab.challenge import TASKS, baselines, board, judge
-from netlab.fabric.flows import FlowFabric
+from netlab.cosim.flows import FlowFabric
 from netlab.net import fabrics
 from netlab.net.topology import Host
 
@@ -104,7 +104,7 @@ class _Comm:
 
 
 def _through_other_code(t):
-    from netlab.bench import _torch_collective      # netlab's own code that calls torch's collective
+    from netlab.collectives.bench import _torch_collective      # netlab's own code that calls torch's collective
     _torch_collective(_Comm(), "allreduce", t)
 
 

@@ -8,7 +8,9 @@ import torch
 from torch.nn.utils import parameters_to_vector
 
 import netlab
-from netlab import cost, data, train, zero
+from netlab.collectives import cost, zero
+from netlab import data
+from netlab.dataparallel import train
 from netlab.collectives import experiments
 from netlab.ui import ch2
 
@@ -93,7 +95,7 @@ def test_bench_command_json_and_check(run_cli):
 
 
 def test_wall_clock_bench_against_torch_runs():
-    from netlab.bench import bench
+    from netlab.collectives.bench import bench
     rows = bench("allreduce", "torch", 2, [4096], None, iters=2) + bench("allreduce", "ring", 2, [4096], None, iters=2)
     assert all(r["time_s"] > 0 and r["predicted_s"] is None and r["clock"] == "wall" for r in rows)
     assert cost.busbw("allreduce", 2, 4096, rows[0]["time_s"]) > 0

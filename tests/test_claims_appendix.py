@@ -5,7 +5,8 @@ The 150-round agreement of the kernel-aware model with the kernel is tests/test_
 import pytest
 
 from claims import claim
-from netlab.fabric import incast, linux
+from netlab.fabric import incast
+from netlab.linuxnet import linux
 
 KB = 1024
 SETUP = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic", rounds=10)

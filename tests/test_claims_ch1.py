@@ -6,9 +6,9 @@ the compute-to-communication ratio of the chapter's section 3, never the package
 import pytest
 
 import netlab
-from netlab import train
+from netlab.dataparallel import train
 from claims import claim
-from netlab.step import measure_step, scaling
+from netlab.dataparallel.step import measure_step, scaling
 
 ALPHA = 5e-6
 

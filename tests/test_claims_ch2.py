@@ -10,8 +10,8 @@ import pytest
 
 import netlab
 from claims import claim
-from netlab import zero
-from netlab.bench import bench
+from netlab.collectives import zero
+from netlab.collectives.bench import bench
 
 NET = netlab.network("100Gbit/s", "5us")
 A, B = NET.nic.latency, NET.nic.bandwidth

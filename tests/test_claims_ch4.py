@@ -9,7 +9,7 @@ import math
 import pytest
 
 from claims import claim
-from netlab import train
+from netlab.dataparallel import train
 from netlab.compress import pays, table
 from netlab.compress.training import run_training
 

@@ -10,7 +10,7 @@ import pytest
 from claims import claim
 from netlab.fabric import ECN, PFC, incast, jitter, long_flows, rates, theory, victim
 from netlab.fabric.fluid import dcqcn_fluid, fixed_point
-from netlab.fabric.scenarios import headroom
+from netlab.fabric.experiments import headroom
 from netlab.fabric.switch import MTU, pfc_headroom
 
 GBIT = 1e9 / 8
@@ -106,7 +106,7 @@ def test_k_below_c_rtt_over_7_empties_the_queue_and_loses_throughput():
 
 @claim("ch6.tcp-cpu-cost")
 def test_moving_bytes_through_kernel_tcp_costs_both_ends_cpu_mostly_in_the_receivers_kernel():
-    from netlab.fabric.cpu_cost import tcp_cpu_cost
+    from netlab.linuxnet.cpu_cost import tcp_cpu_cost
     cost = tcp_cpu_cost(1024 * 2**20)                 # the chapter's size: enough CPU time to split by ticks
     assert cost["sender"]["cpu_s"] > 0 and cost["receiver"]["cpu_s"] > 0
     for end in ("sender", "receiver"):                                      # "most of each end's time"
@@ -200,7 +200,7 @@ def test_the_mean_carries_renos_tail_the_median_hides_it_and_dcqcn_has_none():
 @pytest.mark.slow
 @claim("ch6.real-steps-tail")
 def test_real_training_steps_show_the_same_tail():
-    from netlab.fabric.steps import step_jitter
+    from netlab.cosim.experiments import step_jitter
     real = step_jitter(ranks=3, steps=12, width=64, buffer="32K", background=0.5, rto_min="200ms")
     assert all(r["p50"] < 1e-3 for r in real.values())
     for name in ("reno", "dctcp"):
@@ -215,7 +215,7 @@ def test_real_training_steps_show_the_same_tail():
 @claim("ch6.real-ranks-equal-model")
 def test_the_round_on_real_ranks_is_the_models_round():
     from netlab.fabric.congestion import Congestion
-    from netlab.fabric.steps import incast_on_ranks
+    from netlab.cosim.experiments import incast_on_ranks
     for rto in (0.2, 200e-6):
         real_s, _ = incast_on_ranks(8, 256 * KB, "1Gbit/s", "50us", Congestion("reno", buffer=32 * KB, rto_min=rto))
         assert real_s == incast(8, 256 * KB, GBIT, 32 * KB, "reno", rto_min=rto, rounds=1).rounds[0]

@@ -7,10 +7,12 @@ logged; the slowdown the experiment sets.
 """
 import pytest
 
-from netlab import analysis, buckets, cluster, overlap, train
+import netlab
+from netlab.observe import analysis
+from netlab.dataparallel import buckets, overlap, train
 from netlab.net.network import network
 from netlab.net.presets import device
-from netlab.step import measure_step
+from netlab.dataparallel.step import measure_step
 
 from claims import claim
 
@@ -28,7 +30,7 @@ def step(cap, overlapped=True):
 @pytest.mark.slow
 def test_hta_reads_the_same_breakdown_and_overlap_from_the_chapter_step(tmp_path):
     hta = pytest.importorskip("hta.trace_analysis")
-    from netlab.analysis_export import hta_export
+    from netlab.observe.hta_export import hta_export
     trace = step(300_000).trace
     ours = analysis.breakdown(trace)
     assert any(0 < r["overlap_frac"] < 1 for r in ours)                      # a step that overlaps
@@ -73,7 +75,7 @@ def test_a_600_kb_cap_hides_almost_nothing_and_pays_a_second_latency():
 
 @claim("ch7.straggler-found")
 def test_the_straggler_rule_names_the_slowed_rank():
-    slow = cluster.run(overlap.overlapped_step, ranks=4, network=network("10Gbit/s", "5us"), device=device("cpu-core"),
+    slow = netlab.run(overlap.overlapped_step, ranks=4, network=network("10Gbit/s", "5us"), device=device("cpu-core"),
                        bucket_bytes=1 << 20, slowdown={2: 1.3}, width=1024, layers=4, batch=64).trace
     s = analysis.straggler(slow)
     assert s["rank"] == 2 and s["durations_s"][2] == min(s["durations_s"].values())

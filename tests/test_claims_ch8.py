@@ -9,13 +9,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from netlab import capstone, cost, train
-from netlab.bench import bench
-from netlab.collectives import ina
+from netlab.codesign import capstone
+from netlab.collectives import cost
+from netlab.dataparallel import train
+from netlab.collectives.bench import bench
+from netlab.codesign import ina
 from netlab.net import fabrics
 from netlab.net.network import Link, network
-from netlab.parallel import MODES, measure
-from netlab.parallel.mlp import global_batch
+from netlab.codesign.parallel import MODES, measure
+from netlab.codesign.parallel.mlp import global_batch
 from netlab.sim import alltoall, placement
 
 from claims import claim

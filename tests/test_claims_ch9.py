@@ -6,9 +6,10 @@ import pytest
 
 import netlab
 from claims import claim
-from netlab.fabric import PFC, ethernet, linux
+from netlab.fabric import PFC, ethernet
+from netlab.linuxnet import linux
 from netlab.fabric.congestion import Congestion
-from netlab.fabric.scenarios import headroom
+from netlab.fabric.experiments import headroom
 
 KB = 1024
 GBIT = 1e9 / 8
@@ -119,7 +120,7 @@ OK, WHY = linux.available()
 @pytest.mark.skipif(not OK, reason=WHY or "real Linux network unavailable")
 @claim("ch9.framing-matches-a-shaped-link")
 def test_with_framing_the_emulator_equals_a_real_tbf_shaped_link_within_one_percent():
-    from netlab.fabric import linux_ring
+    from netlab.linuxnet import linux_ring
     rate = "20Mbit/s"
     room = linux_ring.headroom(rate)
     if room < 4:

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from netlab import cli, cluster
+import netlab
+from netlab import cli
+from netlab.runtime import shared
 
 VALUES = {"zero": "0", "negative": "-1", "nan": "nan", "inf": "inf", "empty": "", "overflow": "1e400",
           "huge": "99999999999999999999", "unit": "10furlongs"}
@@ -68,8 +70,8 @@ def exit_code(args) -> int:
 def no_ranks(monkeypatch):
     def tripwire(*args, **kwargs):
         raise AssertionError("a rank pool was started")
-    monkeypatch.setattr(cluster, "get_cluster", tripwire)
-    monkeypatch.setattr(cluster.Cluster, "__init__", tripwire)
+    monkeypatch.setattr(shared, "get_cluster", tripwire)
+    monkeypatch.setattr(netlab.Cluster, "__init__", tripwire)
 
 
 @pytest.mark.parametrize("command, flag, kind", CASES, ids=[f"{c}{f}={k}" for c, f, k in CASES])

@@ -12,7 +12,6 @@ import pytest
 import torch
 
 import netlab
-from netlab import cluster
 from conftest import pool_pids, running, wait_gone
 
 

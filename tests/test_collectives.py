@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import netlab
-from netlab import cluster, collectives as C
+from netlab import collectives as C
 
 DTYPES = [torch.float32, torch.float16, torch.int32, torch.int64]
 NET = netlab.network("10Gbit/s", "5us")
@@ -14,7 +14,7 @@ NET = netlab.network("10Gbit/s", "5us")
 
 @pytest.fixture(scope="module", autouse=True)
 def big_pool():
-    cluster.get_cluster(16)          # every world size below runs on a subgroup of one pool
+    netlab.get_cluster(16)          # every world size below runs on a subgroup of one pool
 
 
 def ours_vs_torch(comm, collective, algo, n, dtype, root, seed):

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 import netlab
-from netlab import compress, data, train
+from netlab import compress, data
+from netlab.dataparallel import train
 
 RANKS = 4                       # a power of two: dividing by p is exact, so fp16 rounds alike
 

@@ -6,7 +6,9 @@ import math
 import pytest
 
 import netlab
-from netlab import cost, data, train
+from netlab.collectives import cost
+from netlab import data
+from netlab.dataparallel import train
 from netlab.compress import pays, table
 from netlab.compress.codec_cost import codec_seconds
 from netlab.compress.training import run_training
@@ -97,7 +99,7 @@ def test_codec_cost_default_is_the_per_element_model_and_never_measures(monkeypa
         raise AssertionError("the default codec cost must not time anything on this machine")
     monkeypatch.setattr(codec_cost, "measure_here", no_measuring)
     dev = netlab.device("cpu-core")
-    d = netlab.train.parameter_count(1024, 2)
+    d = netlab.dataparallel.train.parameter_count(1024, 2)
     enc, dec = FLOPS_PER_ELEMENT[("topk (ratio=0.01)", True)]
     got = codec_seconds("topk", 4, 1024, 2, 32, dev, True, ratio=0.01)
     assert got == (enc * d / (dev.peak_flops * dev.efficiency), dec * d / (dev.peak_flops * dev.efficiency))

@@ -70,7 +70,7 @@ def test_real_steps_bad_input_is_one_line_naming_the_parameter_before_any_rank_s
 
 @pytest.mark.slow
 def test_real_steps_from_the_shell_print_each_transports_step_times_as_the_library_measures_them():
-    from netlab.fabric.steps import step_jitter
+    from netlab.cosim.experiments import step_jitter
     proc = subprocess.run([sys.executable, "-m", "netlab", "congestion", "jitter", "--real-steps", "--ranks", "2",
                            "--steps", "3", "--transport", "reno,dcqcn", "--json"],
                           capture_output=True, text=True, timeout=600)
@@ -96,7 +96,7 @@ def test_real_steps_from_the_shell_print_each_transports_step_times_as_the_libra
     (["incast", "--nic-rate", "veth"], "nic-rate"),
 ])
 def test_real_bad_input_is_one_line_naming_the_parameter_before_any_namespace(args, name, run_cli, monkeypatch):
-    from netlab.fabric import netns
+    from netlab.linuxnet import netns
     monkeypatch.setattr(netns.Testbed, "__enter__", lambda self: pytest.fail("a testbed was built"))
     code, out, err = run_cli("congestion", *args, "--rounds", "1")
     lines = err.strip().splitlines()
@@ -105,7 +105,7 @@ def test_real_bad_input_is_one_line_naming_the_parameter_before_any_namespace(ar
 
 
 def test_real_where_the_machine_cannot_is_one_line_saying_why(run_cli, monkeypatch):
-    from netlab.fabric import linux
+    from netlab.linuxnet import linux
     monkeypatch.setattr(linux, "available", lambda: (False, "the real Linux network needs root (network namespaces)"))
     code, out, err = run_cli("congestion", "incast", "--real", "--rounds", "1")
     assert code == 2 and out == ""
@@ -113,7 +113,7 @@ def test_real_where_the_machine_cannot_is_one_line_saying_why(run_cli, monkeypat
 
 
 def _linux_ok() -> bool:
-    from netlab.fabric import linux
+    from netlab.linuxnet import linux
     return linux.available()[0]
 
 

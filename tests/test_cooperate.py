@@ -139,7 +139,7 @@ def _memory_cgroup(limit_bytes):
 
 NEEDY = textwrap.dedent("""
     import sys
-    from netlab import memory
+    from netlab.runtime import memory
     status = memory.memory_status()
     held = float(sys.argv[1])
     # a run that does not fit in what is free now, but does once the idle pool's share is back

@@ -4,7 +4,8 @@ import math
 import pytest
 
 import netlab
-from netlab import cluster, collectives as C, cost
+from netlab import collectives as C
+from netlab.collectives import cost
 
 CALL = {"allreduce": C.allreduce, "broadcast": C.broadcast, "reduce": C.reduce,
         "allgather": C.all_gather, "reduce_scatter": C.reduce_scatter, "alltoall": C.all_to_all}
@@ -14,7 +15,7 @@ SIZES = [1 << 10, 64 << 10, 4 << 20, 256 << 20]            # 1 KiB .. 256 MiB (n
 
 @pytest.fixture(scope="module", autouse=True)
 def big_pool():
-    cluster.get_cluster(16)
+    netlab.get_cluster(16)
 
 
 def sweep(comm, collective, algo, sizes, options):

@@ -9,7 +9,7 @@ import pytest
 
 from netlab.fabric import ECN, PFC, incast, long_flows, rates, victim
 from netlab.fabric import theory
-from netlab.fabric.scenarios import headroom
+from netlab.fabric.experiments import headroom
 
 GBIT = 1e9 / 8          # bytes/s
 BLOCK = 256 * 1024

@@ -1,4 +1,4 @@
-"""The fabric's configuration objects: an incast described once (``scenarios.Incast``) with the switch
+"""The fabric's configuration objects: an incast described once (``fabric.experiments.Incast``) with the switch
 ``netlab.network(congestion=...)`` takes, the launcher's line kept off the user's ``Congestion``, and the
 kernel's TCP profile as its own class (``tcp.LinuxTCP``)."""
 import dataclasses
@@ -9,7 +9,7 @@ import netlab
 from netlab import Congestion
 from netlab.fabric import Incast, incast, run_incast, transport
 from netlab.fabric import engine, tcp
-from netlab.fabric.live import LaunchedCongestion, launched
+from netlab.cosim.live import LaunchedCongestion, launched
 
 KB = 1024
 

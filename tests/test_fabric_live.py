@@ -1,4 +1,4 @@
-"""Real ranks on the congestion-aware fabric (netlab/fabric/live.py).
+"""Real ranks on the congestion-aware fabric (netlab/cosim/live.py).
 
 References: today's port model for the ideal transport with unlimited buffers (the same experiment
 without ``congestion=`` must give exactly the same times); the closed form N x n / B for a lossless
@@ -11,10 +11,10 @@ import torch
 
 import netlab
 from netlab import collectives
-from netlab.bench import bench
+from netlab.collectives.bench import bench
 from netlab.fabric import PFC
 from netlab.fabric.congestion import Congestion
-from netlab.step import measure_step
+from netlab.dataparallel.step import measure_step
 
 
 def _ring_then_tree(comm, n):
@@ -143,10 +143,10 @@ def test_bad_options_name_the_parameter(kwargs, parameter):
 
 @pytest.mark.parametrize("transport, rto_min", [("reno", 0.2), ("reno", 2e-4), ("cubic", 0.2)])
 def test_real_ranks_give_the_model_scenarios_incast_exactly(transport, rto_min):
-    """Chapter 6's model incast (netlab.fabric.scenarios) and the same push on real gloo ranks: same round."""
-    from netlab.fabric import scenarios
-    from netlab.fabric.steps import incast_on_ranks
-    model = scenarios.incast(senders=8, block=256 * 1024, bandwidth=1e9 / 8, buffer=32 * 1024, transport=transport,
+    """Chapter 6's model incast (netlab.fabric.experiments) and the same push on real gloo ranks: same round."""
+    from netlab.fabric import experiments
+    from netlab.cosim.experiments import incast_on_ranks
+    model = experiments.incast(senders=8, block=256 * 1024, bandwidth=1e9 / 8, buffer=32 * 1024, transport=transport,
                              rto_min=rto_min, rounds=1)
     spec = Congestion(transport, buffer=32 * 1024, rto_min=rto_min)
     round_s, summary = incast_on_ranks(8, 256 * 1024, "1Gbit/s", "50us", spec)   # 2 links x 25 us, as the model
@@ -166,7 +166,7 @@ def _counters(doc, pid):
 
 def test_the_trace_of_a_fabric_run_carries_its_queues_drops_windows_and_timeouts(tmp_path):
     import json
-    from netlab.analysis_export import load
+    from netlab.observe.hta_export import load
     net = netlab.network("1Gbit/s", "20us", congestion=Congestion("reno", buffer="32K", rto_min="1ms"))
     res = netlab.run(_incast, 128 * 1024, ranks=9, network=net)
     path = res.trace.save(str(tmp_path / "incast.json"))
@@ -216,6 +216,6 @@ def test_another_jobs_traffic_slows_a_push_the_same_way_every_time():
 @pytest.mark.parametrize("kwargs, parameter", [({"transports": ("vegas",)}, "transports"), ({"steps": 1}, "steps"),
                                                ({"buffer": "-1K"}, "buffer"), ({"background": 2}, "background")])
 def test_step_jitter_names_a_bad_parameter(kwargs, parameter):
-    from netlab.fabric.steps import step_jitter
+    from netlab.cosim.experiments import step_jitter
     with pytest.raises(ValueError, match=f"^{parameter}:"):
         step_jitter(**kwargs)

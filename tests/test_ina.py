@@ -8,8 +8,8 @@ import torch
 import torch.distributed as dist
 
 import netlab
-from netlab import cluster, cost
-from netlab.collectives import ina
+from netlab.collectives import cost
+from netlab.codesign import ina
 from netlab.net import fabrics
 from netlab.net.network import Link
 from netlab.sim import ina as sim_ina
@@ -22,7 +22,7 @@ SIZES = [4 << 10, 1 << 20, 64 << 20]
 
 @pytest.fixture(scope="module", autouse=True)
 def pool():
-    cluster.get_cluster(9)
+    netlab.get_cluster(9)
 
 
 def pipeline(n, k, up, agg, down):
@@ -56,7 +56,7 @@ def _sum(comm, n, chunks, capacity):
 
 @pytest.mark.parametrize("p, n, chunks", [(2, 10, 1), (3, 1000, 7), (5, 33, 33), (8, 300_000, 4)])
 def test_the_sum_is_torchs_all_reduce(p, n, chunks):
-    res = cluster.run(_sum, n, chunks, 3e9, ranks=p + 1, network=ina.switch_network(NET, p))
+    res = netlab.run(_sum, n, chunks, 3e9, ranks=p + 1, network=ina.switch_network(NET, p))
     assert all(res.values)
 
 
@@ -72,7 +72,7 @@ def _sweep(comm):
 
 def test_virtual_time_matches_the_formula_within_one_percent():
     for p in range(2, 9):
-        res = cluster.run(_sweep, ranks=p + 1, network=ina.switch_network(NET, p))
+        res = netlab.run(_sweep, ranks=p + 1, network=ina.switch_network(NET, p))
         times = [max(t) for t in zip(*res.values)]
         expected = [cost.ina_allreduce(p, s, NET.nic, chunks=k, capacity=cap) for s in SIZES for k, cap in CASES]
         for t, e in zip(times, expected):
@@ -170,5 +170,5 @@ def _plain(comm):
 
 
 def test_a_network_without_the_switchs_ports_is_refused():
-    res = cluster.run(_plain, ranks=3, network=NET)                      # one NIC for the switch: a PS, not a switch
+    res = netlab.run(_plain, ranks=3, network=NET)                      # one NIC for the switch: a PS, not a switch
     assert all(v.startswith("network: the switch is rank 2") for v in res.values)

@@ -94,7 +94,7 @@ def test_a_chapter_kernel_never_imports_torch(notebook):
 
 def test_the_check_would_see_torch():
     """The same probe, on a module that does import torch, reports it (the test above can fail)."""
-    code = "import netlab.train as t, sys; t.torch.zeros(1); print('torch' in sys.modules)"
+    code = "import netlab.dataparallel.train as t, sys; t.torch.zeros(1); print('torch' in sys.modules)"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.stdout.strip() == "True", run.stderr[-2000:]

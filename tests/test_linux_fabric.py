@@ -1,4 +1,4 @@
-"""The real Linux network (netlab.fabric.linux / netns): teardown in every case, the incast collapse
+"""The real Linux network (netlab.linuxnet.linux / netns): teardown in every case, the incast collapse
 of the kernel's TCP and its fixes, and the same collapse with real gloo ranks.
 
 Everything here needs root and network namespaces; elsewhere (Binder, laptops, non-root CI) each
@@ -21,7 +21,7 @@ import warnings
 
 import pytest
 
-from netlab.fabric import linux, netns
+from netlab.linuxnet import linux, netns
 
 OK, WHY = linux.available()
 needs_linux = pytest.mark.skipif(not OK, reason=WHY or "real Linux network unavailable")
@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = textwrap.dedent(f"""
     import sys, types, time
     pkg = types.ModuleType("netlab"); pkg.__path__ = [{os.path.join(ROOT, "netlab")!r}]; sys.modules["netlab"] = pkg
-    from netlab.fabric import linux, netns
+    from netlab.linuxnet import linux, netns
     what = sys.argv[1]
     if what == "testbed":
         with netns.Testbed(4, 12.5e6, 32768):
@@ -214,7 +214,7 @@ def test_interrupted_run_leaves_nothing(what, sig):
         child.kill()
     assert namespaces_of(child.pid) == [] and host_links() == links
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "netlab.fabric._gloo_push" not in ps
+    assert "netlab.linuxnet._gloo_push" not in ps
 
 
 @needs_linux

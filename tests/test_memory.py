@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from netlab import cluster, memory
+from netlab.runtime import memory
 
 GB = 1 << 30
 
@@ -98,7 +98,7 @@ def test_check_memory_compares_with_what_is_free(tmp_path):
 
 def test_this_machine_is_readable():
     status = memory.memory_status()
-    assert 0 < status.available <= status.limit and cluster.memory_limit() == status.limit
+    assert 0 < status.available <= status.limit and memory.memory_limit() == status.limit
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")
@@ -157,11 +157,11 @@ def test_a_real_runs_ranks_stay_within_the_estimate_the_memory_check_uses(monkey
     import time
 
     import netlab
-    from netlab import cluster, ps
+    from netlab import ps
     from netlab.runtime import shared
     asked, peak, stop = [], {}, threading.Event()
-    original = cluster.check_memory
-    monkeypatch.setattr(cluster, "check_memory", lambda ranks, per_rank, *a, **k: (asked.append(per_rank),
+    original = shared.check_memory
+    monkeypatch.setattr(shared, "check_memory", lambda ranks, per_rank, *a, **k: (asked.append(per_rank),
                                                                                   original(ranks, per_rank, *a, **k)))
 
     def sample():

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow             # fills a cgroup until the OOM killer 
 SCRIPT = textwrap.dedent("""
     import os, subprocess, sys, time
     import netlab
-    from netlab import cluster
+    from netlab.runtime import memory, shared
     from netlab.runtime import death
 
     victim, cgroup, ready = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -51,7 +51,7 @@ SCRIPT = textwrap.dedent("""
     netlab.run(lambda c: c.rank, ranks=2)
     if victim == "fork server":
         open(f"/proc/{death.forkserver_pid()}/oom_score_adj", "w").write("1000")
-    cluster.check_memory(2, cluster.rank_bytes(1e6, 2), "this test run")
+    shared.check_memory(2, memory.rank_bytes(1e6, 2), "this test run")
     grower = subprocess.Popen([sys.executable, "-c", GROW, cgroup, ready])
     try:
         netlab.run(wait_to_be_chosen, victim, ready, ranks=2, timeout=120)

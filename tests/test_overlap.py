@@ -8,8 +8,10 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from netlab import buckets as bk
-from netlab import cluster, cost, overlap, train
+from netlab.dataparallel import buckets as bk
+import netlab
+from netlab.collectives import cost
+from netlab.dataparallel import overlap, train
 from netlab.net.network import network
 from netlab.net.presets import device
 
@@ -108,13 +110,13 @@ SHAPE = dict(width=256, layers=4, batch=16)
 
 
 def _run(ranks=4, net=NET, **kw):
-    return cluster.run(overlap.overlapped_step, ranks=ranks, network=net, device=DEV, **{**SHAPE, **kw})
+    return netlab.run(overlap.overlapped_step, ranks=ranks, network=net, device=DEV, **{**SHAPE, **kw})
 
 
 @pytest.mark.slow                       # large buckets on ranks
 def test_one_bucket_is_compute_then_allreduce_exactly():
     res = _run(bucket_bytes=10**12, return_grad=True)
-    plain = cluster.run(train.step, ranks=4, network=NET, device=DEV, return_grad=True, **SHAPE)
+    plain = netlab.run(train.step, ranks=4, network=NET, device=DEV, return_grad=True, **SHAPE)
     assert res.trace.makespan == pytest.approx(plain.trace.makespan, rel=1e-12)
     grad_bytes = train.grad_bytes(SHAPE["width"], SHAPE["layers"])
     for v in res.values:

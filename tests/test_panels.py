@@ -148,7 +148,7 @@ def test_the_pool_serialises_concurrent_users_even_when_it_must_grow():
         except Exception as exc:                      # noqa: BLE001
             errors.append(exc)
 
-    netlab.cluster.shutdown()
+    netlab.shutdown()
     threads = [threading.Thread(target=user, args=(2, 10)), threading.Thread(target=user, args=(6, 100))]
     for t in threads:
         t.start()

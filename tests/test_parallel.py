@@ -1,6 +1,6 @@
 """Tensor and pipeline parallelism on real ranks, against torch on one process and the closed forms.
 
-References, each independent of netlab.parallel: the gradients of ``train.make_model`` computed by
+References, each independent of netlab.codesign.parallel: the gradients of ``train.make_model`` computed by
 torch's autograd on the whole global batch in this process; FLOPs counted by torch's
 ``FlopCounterMode`` on the model's own layers; the ring all-reduce's alpha-beta cost
 (``cost.ring_allreduce``, itself checked against runs in test_cost.py); and the byte counts written
@@ -12,11 +12,13 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from netlab import cluster, cost, train
+import netlab
+from netlab.collectives import cost
+from netlab.dataparallel import train
 from netlab.net.network import network
 from netlab.net.presets import device
-from netlab.parallel import experiment, measure, pipeline, tensor
-from netlab.parallel.mlp import global_batch
+from netlab.codesign.parallel import experiment, measure, pipeline, tensor
+from netlab.codesign.parallel.mlp import global_batch
 from netlab.runtime import shared
 
 NET = network("10Gbit/s", "50us")
@@ -43,7 +45,7 @@ def flops(fn):
 def test_tensor_parallel_gradients_equal_one_process(ranks):
     width, layers, batch = 64, 4, 64
     loss, ref, _ = torch_reference(width, layers, batch)
-    res = cluster.run(tensor.tp_step, ranks=ranks, network=NET, device=DEV, width=width, layers=layers, batch=batch,
+    res = netlab.run(tensor.tp_step, ranks=ranks, network=NET, device=DEV, width=width, layers=layers, batch=batch,
                       return_grads=True)
     for v in res.values:
         assert v["loss"] == pytest.approx(loss, rel=1e-5)
@@ -86,7 +88,7 @@ def test_tensor_parallel_bytes_and_time_are_the_closed_form():
 def test_pipeline_gradients_equal_one_process(ranks, micro):
     width, layers, batch = 64, 4, 64
     loss, ref, _ = torch_reference(width, layers, batch)
-    res = cluster.run(pipeline.pp_step, ranks=ranks, network=NET, device=DEV, width=width, layers=layers,
+    res = netlab.run(pipeline.pp_step, ranks=ranks, network=NET, device=DEV, width=width, layers=layers,
                       batch=batch, micro_batches=micro, return_grads=True)
     assert sum(v["loss"] for v in res.values) == pytest.approx(loss, rel=1e-5)
     held = {}
@@ -190,7 +192,7 @@ def test_the_figure_draws_every_run_it_is_given():
     from matplotlib.figure import Figure
 
     from netlab.figures.parallel import step_time_vs_bandwidth
-    from netlab.parallel import ParallelResult
+    from netlab.codesign.parallel import ParallelResult
 
     def run(mode, gbit, step_s, sent):
         return ParallelResult(mode, 4, sent, step_s, 0.0, 0.0, sent, step_s, {"bandwidth_Bps": gbit * 1e9 / 8})

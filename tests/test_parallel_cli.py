@@ -5,7 +5,7 @@ import json
 import pytest
 
 from netlab import cli
-from netlab.parallel import measure
+from netlab.codesign.parallel import measure
 from netlab.runtime import shared
 
 

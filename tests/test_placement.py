@@ -2,7 +2,7 @@
 scattered is slower by the factor the oversubscription predicts (the ring's closed form at B/f)."""
 import pytest
 
-from netlab import cost
+from netlab.collectives import cost
 from netlab.net import fabrics
 from netlab.net.network import Link
 from netlab.sim import placement

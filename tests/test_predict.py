@@ -10,7 +10,8 @@ import nbformat
 import pytest
 
 import netlab
-from netlab import cost, train
+from netlab.collectives import cost
+from netlab.dataparallel import train
 from netlab.ui.predict import Prediction, load
 
 OPTIONS = [("doubles", "each rank sends 2(p-1)/p of the gradient: at most 2x, never p x"),
@@ -194,7 +195,7 @@ def test_chapter_8_co_design_questions_judge_what_their_sections_show(tmp_path):
     hand) and is fastest at 1 Gbit/s (real ranks); at 4:1 the ring all-reduce keeps its time and the
     all-to-all slows several times (the flow simulator). Each right answer is the one the chapter's text
     gives, written in: none is recomputed with the question's own rule."""
-    from netlab import train
+    from netlab.dataparallel import train
     from netlab.ui import questions
     path = str(tmp_path / "p.json")
     ina, sent, fastest = questions.ch8_ina(path=path), questions.ch8_bytes(path=path), questions.ch8_fastest(path=path)

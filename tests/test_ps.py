@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 from torch.nn.utils import parameters_to_vector
 
-from netlab import data, ps, train
+from netlab import data, ps
+from netlab.dataparallel import train
 from netlab.ps import elastic, hybrid, sparse
 from netlab.ps.sharding import djb2
 from claims import claim

@@ -5,7 +5,8 @@ import sys
 import pytest
 
 import netlab
-from netlab import cost, ps
+from netlab.collectives import cost
+from netlab import ps
 from netlab.ps import formulas, hybrid
 
 B = 1.25e9                                    # 10 Gbit/s in bytes/s

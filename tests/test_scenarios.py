@@ -1,6 +1,6 @@
 """Find the bottleneck: each seeded scenario runs on real ranks and its culprit can be read off the analysis.
 
-The diagnoser below uses only what a student has: the trace's analysis (``netlab.analysis``) and the
+The diagnoser below uses only what a student has: the trace's analysis (``netlab.observe.analysis``) and the
 public setup (stated NIC speed and latency, ring order, who is a server). If it names every hidden
 culprit, the evidence is in the trace; the check must then accept the truth and reject each typical
 wrong answer with its own hint.
@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from netlab import analysis, scenarios
+from netlab.observe import analysis, scenarios
 from netlab.check import ch7
-from netlab.scenarios import links
+from netlab.observe.scenarios import links
 from netlab.net.network import network
 
 
@@ -81,11 +81,12 @@ def _allreduce_span(trace):
 def test_a_pause_storm_spreads_one_hop_and_slows_the_step_by_what_its_pause_fraction_implies():
     """The stalled host's port is paused on its schedule (closed form), the NIC that feeds it is paused by the
     switch, the healthy fabric pauses nothing, and the all-reduce takes at least R / ((1 - f) B) - f P."""
-    from netlab import cluster, overlap
+    import netlab
+    from netlab.dataparallel import overlap
     from netlab.net.presets import device
     out = scenarios.scenario("pfc_storm", 2)
     rank, f, period = out.truth["rank"], out.plan.knobs["fraction"], out.plan.knobs["period"]
-    clean = cluster.run(overlap.overlapped_step, ranks=scenarios.RANKS, network=scenarios.storm_network(),
+    clean = netlab.run(overlap.overlapped_step, ranks=scenarios.RANKS, network=scenarios.storm_network(),
                         device=device("cpu-core"), bucket_bytes=scenarios.BIG_BUCKET, overlap=True,
                         **scenarios.SHAPE).trace
     assert analysis.pauses(clean) == []
@@ -106,7 +107,8 @@ def test_a_pause_storm_spreads_one_hop_and_slows_the_step_by_what_its_pause_frac
 
 
 def test_a_storm_needs_pfc_and_a_rank_that_exists():
-    from netlab import cluster, overlap
+    import netlab
+    from netlab.dataparallel import overlap
     from netlab.fabric.congestion import Congestion
     from netlab.fabric.storm import Storm
     with pytest.raises(ValueError, match="^storm:"):
@@ -116,7 +118,7 @@ def test_a_storm_needs_pfc_and_a_rank_that_exists():
     with pytest.raises(ValueError, match="^storm-rank:"):
         Storm(-1, 0.5)
     with pytest.raises(ValueError, match="^storm-rank:"):
-        cluster.run(overlap.overlapped_step, ranks=2, network=scenarios.storm_network(Storm(5, 0.5)))
+        netlab.run(overlap.overlapped_step, ranks=2, network=scenarios.storm_network(Storm(5, 0.5)))
 
 
 def test_slow_pairs_run_at_the_closed_form_speed():

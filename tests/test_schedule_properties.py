@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from netlab import collectives
 from netlab.collectives.schedule import Step, rank_plan
-from netlab.net.port import Port
+from netlab.net.port import PortCalendar
 
 QUARTERS = st.integers(0, 80).map(lambda q: q / 4)
 DURATIONS = st.integers(1, 24).map(lambda q: q / 4)
@@ -33,7 +33,7 @@ def first_fit(bookings, earliest, duration):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(QUARTERS, DURATIONS), min_size=1, max_size=25))
 def test_port_reserve_is_first_fit_over_every_booking(requests):
-    port, bookings = Port(), []
+    port, bookings = PortCalendar(), []
     for earliest, duration in requests:
         expected = first_fit(bookings, earliest, duration)
         assert port.reserve(earliest, duration) == expected

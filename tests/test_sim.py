@@ -8,10 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claims import claim
-from netlab import cli, collectives, cost, sim
+from netlab import cli, collectives, sim
+from netlab.collectives import cost
 from netlab.net import fabrics
 from netlab.net.topology import Host
-from netlab.sim.fabric import max_min, max_min_rates
+from netlab.sim.maxmin import max_min, max_min_rates
 
 SIZES = [1 << 10, 4 << 20, 256 << 20]
 

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from netlab import cost, sim
+from netlab.collectives import cost
+from netlab import sim
 from netlab.net import fabrics
 from netlab.net.topology import Host
 from netlab.sim import experiments

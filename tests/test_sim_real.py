@@ -3,7 +3,7 @@ the same messages (Trace.message_pattern) and the same time within 1 %."""
 import pytest
 
 import netlab
-from netlab import cluster, collectives, sim
+from netlab import collectives, sim
 from netlab.collectives.schedule import execute
 from netlab.net import fabrics
 from netlab.sim.compare import side_by_side
@@ -14,7 +14,7 @@ SIZES = [1 << 10, 1 << 20, 64 << 20]
 
 @pytest.fixture(scope="module", autouse=True)
 def pool():
-    cluster.get_cluster(8)
+    netlab.get_cluster(8)
 
 
 def agree(d):

@@ -14,7 +14,8 @@ import json
 import numpy as np
 import pytest
 
-from netlab import cli, collectives, cost, sim
+from netlab import cli, collectives, sim
+from netlab.collectives import cost
 from netlab.collectives.schedule import Step
 from netlab.net import fabrics
 from netlab.net.topology import Host

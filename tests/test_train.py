@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 import netlab
-from netlab import data, train
+from netlab import data
+from netlab.dataparallel import train
 
 
 @pytest.mark.parametrize("ranks, batch", [(1, 16), (3, 8), (4, 5)])

@@ -7,7 +7,7 @@ import torch
 
 import netlab
 from netlab import collectives
-from netlab.step import measure_step
+from netlab.dataparallel.step import measure_step
 
 ALPHA, BW = 5e-6, 1.25e9                     # 5 us, 10 Gbit/s
 NET = netlab.network("10Gbit/s", "5us")

@@ -1,9 +1,9 @@
 """Find the bottleneck: typical wrong answers fail, a wrong place fails even with the right kind, and guessing
 through the ranks does not pass: one answer per seed is graded, and the feedback never depends on which wrong
-place was named. Nothing runs here: the seed alone decides the culprit (netlab.scenarios.plan)."""
+place was named. Nothing runs here: the seed alone decides the culprit (netlab.observe.scenarios.plan)."""
 import pytest
 
-from netlab import scenarios
+from netlab.observe import scenarios
 from netlab.check import ch7
 
 

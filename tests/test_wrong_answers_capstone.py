@@ -3,7 +3,7 @@ it would not train); the designs that pass are exactly those the chapters teach 
 import pytest
 
 import netlab.check
-from netlab import capstone as cs
+from netlab.codesign import capstone as cs
 from netlab.check import ch7_capstone
 
 WRONG = [

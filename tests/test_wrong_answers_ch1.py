@@ -86,7 +86,7 @@ def off_by_one_steps(c, n, p, B, a):                # 2p steps instead of 2(p-1)
 
 
 def calls_netlab_cost(c, n, p, B, a):
-    from netlab import cost
+    from netlab.collectives import cost
     from netlab.net.network import Link
     return c + (cost.ring_allreduce(p, n, Link(B, a)) if p > 1 else 0.0)
 
@@ -111,7 +111,7 @@ WRONG = [
     (overlapped, "compute first, then all-reduce"),
     (one_node_sends, "one node"),
     (off_by_one_steps, "latency term is off"),
-    (calls_netlab_cost, "netlab.cost.ring_allreduce"),
+    (calls_netlab_cost, "netlab.collectives.cost.ring_allreduce"),
     (calls_the_check, "netlab.check.ch1.terms"),
 ]
 

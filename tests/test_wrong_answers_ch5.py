@@ -165,8 +165,8 @@ def calls_the_simulator(flows, capacity):
 
 
 def calls_the_fabric_module(flows, capacity):
-    import netlab.sim.fabric
-    return netlab.sim.fabric.max_min_rates(flows, capacity)
+    import netlab.sim.maxmin
+    return netlab.sim.maxmin.max_min_rates(flows, capacity)
 
 
 WRONG = [
@@ -180,8 +180,8 @@ WRONG = [
     (first_link_only, "should have frozen it"),
     (in_gbit, "return bytes per second"),
     (sorted_rates, "not in the order of `flows`"),
-    (calls_the_simulator, "netlab.sim.fabric.max_min_rates"),
-    (calls_the_fabric_module, "netlab.sim.fabric.max_min_rates"),
+    (calls_the_simulator, "netlab.sim.maxmin.max_min_rates"),
+    (calls_the_fabric_module, "netlab.sim.maxmin.max_min_rates"),
 ]
 
 

@@ -70,13 +70,13 @@ def whole_buckets_at_once(nbytes, ready, c, o, p, B, a):         # one all-reduc
 
 
 def calls_netlab(nbytes, ready, c, o, p, B, a):
-    from netlab import overlap
+    from netlab.dataparallel import overlap
     from netlab.net.network import Link
     return overlap.pipeline_time(nbytes, ready, c, p, Link(B, a), o)["total_s"]
 
 
 def calls_netlab_cost(nbytes, ready, c, o, p, B, a):
-    from netlab.cost import ring_allreduce as cost
+    from netlab.collectives.cost import ring_allreduce as cost
     from netlab.net.network import Link
     end = 0.0
     for n, r in zip(nbytes, ready):
@@ -95,8 +95,8 @@ WRONG = [
     (one_phase_ring, "one bucket alone is off"),
     (one_latency_per_bucket, "one bucket alone is off"),
     (whole_buckets_at_once, "a bucket starts when the one before it has ended"),
-    (calls_netlab, "netlab.overlap.pipeline_time"),
-    (calls_netlab_cost, "netlab.cost.ring_allreduce"),
+    (calls_netlab, "netlab.dataparallel.overlap.pipeline_time"),
+    (calls_netlab_cost, "netlab.collectives.cost.ring_allreduce"),
 ]
 
 

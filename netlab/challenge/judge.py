@@ -19,7 +19,7 @@ What the judge does, on each rank:
    bf16 does not.
 
 The score is the virtual time at which the task's fabric delivered the entry's last message
-(``fabric.flows``, ``FlowFabric(causal=True)``: a rank's sends may not start before its own clock had
+(``cosim.flows``, ``FlowFabric(causal=True)``: a rank's sends may not start before its own clock had
 reached, so no entry gains by rewriting its clock). The fabric is deterministic, so the same entry gets
 the same score on any machine, idle or loaded, and whatever its inputs.
 
@@ -41,7 +41,8 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
-from .. import cluster, seeds
+from .. import seeds
+from ..runtime import errors, launch
 from .tasks import Task, task as task_of
 
 CHALLENGE_STREAM = 10          # seeds.py's streams: the challenge's inputs, per rank (with seed= only)
@@ -132,7 +133,7 @@ def _trial(comm, fn, count: int, seed):
 
 def _failure(exc, timeout: float) -> tuple[str, str]:
     """(verdict, message) of a run that did not finish."""
-    if isinstance(exc, cluster.RankTimeout):
+    if isinstance(exc, errors.RankTimeout):
         lines = [ln.strip() for ln in str(exc).splitlines()[1:] if ln.strip()]
         busy = [ln for ln in lines if "busy" in ln]
         if busy or not lines:
@@ -163,8 +164,8 @@ def judge(t, fn, seed: int | None = None) -> dict:
     """Run entry `fn` on the task's real ranks; the verdict, the score and each link's utilisation."""
     t = task_of(t)
     try:
-        res = cluster.run(_trial, fn, t.count, seed, ranks=t.ranks, network=t.network(), timeout=t.rank_timeout_s)
-    except (cluster.RankTimeout, cluster.RankError) as exc:
+        res = launch.run(_trial, fn, t.count, seed, ranks=t.ranks, network=t.network(), timeout=t.rank_timeout_s)
+    except (errors.RankTimeout, errors.RankError) as exc:
         verdict, message = _failure(exc, t.rank_timeout_s)
         return {"verdict": verdict, "message": message}
     wrong = next((v["wrong"] for v in res.values if v.get("wrong")), None)

@@ -75,7 +75,7 @@ class Task:
 
     def network(self):
         """The network real ranks run on: this task's spine-leaf as a flow-level fabric."""
-        from ..fabric.flows import FlowFabric
+        from ..cosim.flows import FlowFabric
         from ..net.network import network
         return network(preset=self.nic, ranks_per_host=self.accelerators, intra_preset=self.intra,
                        congestion=FlowFabric(self.topology(), routing=self.routing, seed=self.seed, causal=True))

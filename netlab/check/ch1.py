@@ -39,7 +39,7 @@ TERM_SHARE = 0.05        # the least share of the step each of compute, latency 
 @functools.lru_cache(maxsize=128)
 def measure(ranks: int, bandwidth: str, latency: str, width: int) -> tuple[float, int, float]:
     """(compute_s, grad_bytes, measured step s) of one step on real ranks (virtual time: the same every run)."""
-    from ..step import measure_step
+    from ..dataparallel.step import measure_step
     r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=width)
     return r.compute_s, r.grad_bytes, r.total_s
 
@@ -47,7 +47,7 @@ def measure(ranks: int, bandwidth: str, latency: str, width: int) -> tuple[float
 def estimated_compute(width: int, layers: int = 2, batch: int = 32) -> float:
     """The compute of ``measure``'s step before it runs (matrix products of forward and backward, no input
     gradient, and the SGD update, on the cpu-core preset): for choosing cases, never for judging them."""
-    from .. import train
+    from ..dataparallel import train
     from ..net.presets import DEVICES
     weights = 64 * width + (layers - 1) * width * width + 10 * width
     flops = 6 * batch * weights - 2 * batch * 64 * width + 2 * train.parameter_count(width, layers)
@@ -56,7 +56,7 @@ def estimated_compute(width: int, layers: int = 2, batch: int = 32) -> float:
 
 def shares(case, compute_s: float | None = None) -> tuple[float, float, float]:
     """(compute, latency, bandwidth) shares of one case's step (estimated compute unless `compute_s` is given)."""
-    from .. import train
+    from ..dataparallel import train
     from ..units import parse_bandwidth, parse_time
     ranks, bw, lat, width = case
     c = estimated_compute(width) if compute_s is None else compute_s
@@ -65,8 +65,8 @@ def shares(case, compute_s: float | None = None) -> tuple[float, float, float]:
 
 
 def terms(compute_s, grad_bytes, ranks, bandwidth, latency) -> tuple[float, float, float]:
-    """(compute, latency term, bandwidth term) of the ring step, in seconds (``netlab.cost``'s ring)."""
-    from .. import cost
+    """(compute, latency term, bandwidth term) of the ring step, in seconds (``netlab.collectives.cost``'s ring)."""
+    from ..collectives import cost
     from ..net.network import Link
     if ranks == 1:
         return compute_s, 0.0, 0.0

@@ -24,7 +24,9 @@ torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
 from . import CheckResult, Guard, OwnImplementation, _ring_probe, own_implementation
-from .. import cluster, cost, seeds
+from ..collectives import cost
+from .. import seeds
+from ..runtime import errors, launch
 from ..net.network import network
 
 CASES = [(2, 1000), (3, 7), (4, 4099), (5, 3), (6, 65536)]    # (ranks, elements): uneven, tiny, larger
@@ -190,8 +192,8 @@ def ring_allreduce(fn=None, cases=CASES, timeout: float = 20.0) -> CheckResult:
     rows, passed, why = [], True, None
     for p, n in cases:
         try:
-            res = cluster.run(_trial, fn, n, 7 * p, ranks=p, network=net, timeout=timeout)
-        except (cluster.RankTimeout, cluster.RankError) as exc:
+            res = launch.run(_trial, fn, n, 7 * p, ranks=p, network=net, timeout=timeout)
+        except (errors.RankTimeout, errors.RankError) as exc:
             if why is not None:                       # an earlier case already shows what is wrong
                 return CheckResult(name, False, why, rows)
             return CheckResult(name, False, _failed(p, exc, timeout), rows)
@@ -219,7 +221,7 @@ def ring_allreduce(fn=None, cases=CASES, timeout: float = 20.0) -> CheckResult:
 
 def _failed(p, exc, timeout) -> str:
     """What to say when the ranks hung or one of them raised or died."""
-    if isinstance(exc, cluster.RankTimeout):
+    if isinstance(exc, errors.RankTimeout):
         waits = "; ".join(line.strip() for line in str(exc).splitlines()[1:])
         return (f"{p} ranks did not finish in {timeout:g} s -- a deadlock? {waits}. "
                 "Hint: comm.send waits for the receiver; in a ring use comm.sendrecv.")

@@ -169,7 +169,7 @@ def _reference_run(s):
 def ssp_wait(fn=None, staleness_bounds=(1, 3)) -> CheckResult:
     """Compare fn with SSP on every reachable case, then run it inside real servers (SSP, stragglers)."""
     from ..ps import run_ps
-    from ..cluster import RankError
+    from ..runtime.errors import RankError
     if fn is None:
         from ..exercises.ch3_ssp_wait import ssp_ready as fn
     guarded = Guard(fn)

@@ -6,7 +6,7 @@ have three levels, and a staircase with four levels where two links fill at once
 first two rounds (so an algorithm that stops after one or two rounds, or freezes one link per
 round, fails); and the flows of one ring
 step with shuffled ranks on a k=4 fat-tree and on a 4:1 spine-leaf, routed by ECMP exactly as
-``netlab.sim`` routes them. The reference is ``netlab.sim.fabric.max_min_rates`` (a different
+``netlab.sim`` routes them. The reference is ``netlab.sim.maxmin.max_min_rates`` (a different
 algorithm: many bottlenecks per round), to a relative 1e-6. A wrong answer is told the first flow
 whose rate differs, its fair rate, and the link that should have frozen it (its bottleneck: a full
 link on its route where no flow gets more than it), and which level of the filling it belongs to.
@@ -95,7 +95,7 @@ def _cases():
 
 def max_min_rates(fn=None, tolerance: float = 1e-6) -> CheckResult:
     """Compare fn(flows, capacity) with the simulator's max-min rates on every case."""
-    from ..sim.fabric import max_min_rates as reference
+    from ..sim.maxmin import max_min_rates as reference
     if fn is None:
         from ..exercises.ch5_max_min import max_min_rates as fn
     guarded = Guard(fn)

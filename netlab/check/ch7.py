@@ -1,7 +1,7 @@
 """Exercise 7: predict the time of a step whose gradient buckets overlap the backward pass.
 
 The student writes ``predict_overlapped_step(bucket_bytes, ready_s, compute_s, optimizer_s, ranks,
-bandwidth, latency)``. The check runs DDP-style bucketed steps on real ranks (``netlab.overlap``)
+bandwidth, latency)``. The check runs DDP-style bucketed steps on real ranks (``netlab.dataparallel.overlap``)
 for several networks, bucket sizes and batches, hands the student each bucket's size and ready time,
 and compares the prediction with the measured step: communication-bound steps, a latency-bound one,
 a compute-bound one whose buckets but the last are hidden, and one with a batch so small that the
@@ -13,7 +13,7 @@ definition (one bucket alone, one rank, a hidden bucket, two buckets at once, a 
 which one it gets wrong and what the step is there.
 
 ``find_bottleneck(answer, seed=...)`` grades the "Find the bottleneck" section: the student names the
-culprit of the scenario their seed draws (``netlab.scenarios``); the truth comes from the seed alone,
+culprit of the scenario their seed draws (``netlab.observe.scenarios``); the truth comes from the seed alone,
 and each typical wrong answer (a victim named instead of the straggler, a slow NIC instead of a
 spine, ...) gets its own hint, none of which names the culprit. One answer per seed is graded (the
 first well-formed one, recorded): later answers for that seed get no verdict, so trying the ranks one
@@ -52,14 +52,15 @@ def _shape(case) -> dict:
 @functools.lru_cache(maxsize=64)
 def measure(ranks, bandwidth, latency, cap, batch=SHAPE["batch"]) -> tuple:
     """(bucket bytes, ready s, compute s, optimizer s, measured step s) of one bucketed step on real ranks."""
-    from .. import buckets, cluster, overlap, train
+    from ..dataparallel import buckets, overlap, train
+    from ..runtime import launch
     from ..net.network import network
     from ..net.presets import device
     shape = dict(SHAPE, batch=batch)
     dev = device("cpu-core")
     prof = buckets.backward_profile(shape["width"], shape["layers"], shape["batch"])
     size = dict(zip(prof.order, prof.nbytes))
-    res = cluster.run(overlap.overlapped_step, ranks=ranks, network=network(bandwidth, latency), device=dev,
+    res = launch.run(overlap.overlapped_step, ranks=ranks, network=network(bandwidth, latency), device=dev,
                       bucket_bytes=cap, **shape)
     log = res.values[0]["buckets"]
     nbytes = [b["bytes"] for b in log]
@@ -70,7 +71,7 @@ def measure(ranks, bandwidth, latency, cap, batch=SHAPE["batch"]) -> tuple:
 
 def _pipeline(nbytes, ready, compute, optimizer, ranks, bandwidth, latency) -> float:
     """The exercise's definition in closed form (``overlap.pipeline_time``), for the spec cases and the probes."""
-    from .. import overlap
+    from ..dataparallel import overlap
     from ..net.network import Link
     return overlap.pipeline_time(list(nbytes), list(ready), compute, ranks, Link(bandwidth, latency),
                                  optimizer)["total_s"]
@@ -161,7 +162,7 @@ def overlapped_step_time(fn=None, tolerance: float = 0.01, cases=CASES, spec_cas
     return CheckResult(name, False, message, rows)
 
 
-# ---- Find the bottleneck: name the culprit of a seeded scenario (netlab.scenarios) ----------------
+# ---- Find the bottleneck: name the culprit of a seeded scenario (netlab.observe.scenarios) ----------------
 
 def _answer(answer):
     """(kind, where) from {"kind": ..., "rank": r} / {"kind": "spine", "leaf": [...]} / "kind" / (kind, where)."""
@@ -184,7 +185,7 @@ def _ranks_of(where):
 
 def _judge(plan, kind, where) -> tuple[bool, str]:
     """(right?, what to say): the typical wrong answers each get their own hint."""
-    from ..scenarios import KINDS
+    from ..observe.scenarios import KINDS
     truth, setup = plan.truth, plan.setup
     if kind not in KINDS:
         return False, f"kind must be one of {', '.join(KINDS)}; got {kind!r}"
@@ -252,7 +253,7 @@ PRACTICE = "practice-1"
 
 def _malformed(kind, where, setup) -> str | None:
     """What is missing from an answer, judged from the public setup alone (never from the culprit)."""
-    from ..scenarios import KINDS
+    from ..observe.scenarios import KINDS
     if kind not in KINDS:
         return f"kind must be one of {', '.join(KINDS)}; got {kind!r}"
     ranks = setup["ranks"]
@@ -319,7 +320,7 @@ def _record(path: str, seed: int, entry: dict) -> None:
 
 
 def find_bottleneck(answer=None, seed=0, *, answers: str | None = None) -> CheckResult:
-    """Grade a named culprit of the scenario `seed` draws (``netlab.scenarios.draw``): its kind, and its rank
+    """Grade a named culprit of the scenario `seed` draws (``netlab.observe.scenarios.draw``): its kind, and its rank
     (slow_link, straggler, hot_shard, pfc_storm) or the ranks of one leaf (spine). Nothing is run: the seed decides.
 
     One answer per seed is graded: the first well-formed one (a known kind, with a rank or a leaf where the kind
@@ -330,7 +331,7 @@ def find_bottleneck(answer=None, seed=0, *, answers: str | None = None) -> Check
     so the check cannot be used to try the ranks one by one. Other seeds (``seed="practice-1"``, ...) are there
     to practise on, each with its own one answer.
     """
-    from ..scenarios import check_seed, pick, plan
+    from ..observe.scenarios import check_seed, pick, plan
     seed = check_seed(seed)
     name = "Find the bottleneck"
     p = plan(pick(seed), seed)

@@ -4,7 +4,7 @@ The cluster: 32 nodes of 8 V100s (fp16 tensor cores at 30 % of peak), NVLink ins
 100 Gbit/s NIC per node, a leaf-spine fabric of 8 hosts per rack with 4:1 oversubscribed uplinks;
 the model: VGG-16 (Simonyan & Zisserman 2015; torchvision's model card: 138.4 M parameters,
 15.5 G multiply-adds per 224x224 image forward), 64 images per GPU. The student passes choices;
-``netlab.capstone.predict`` (closed form) gives the step and the scaling efficiency, and the check
+``netlab.codesign.capstone.predict`` (closed form) gives the step and the scaling efficiency, and the check
 passes when the efficiency reaches ``target`` and the compression trains (``capstone.trains``:
 chapter 4's verdict, and int8's levels on 256 ranks). ``designs`` lists every choice on a grid of
 bucket sizes that passes; docs/instructors.md gives each with its reason.
@@ -19,9 +19,9 @@ BUCKETS = ("256KB", "1MB", "4MB", "25MB", "100MB", "1GB")     # the grid ``desig
 
 def exercise():
     """(model, cluster) of the exercise."""
-    from ..capstone import Cluster, Model
+    from ..codesign.capstone import ClusterSpec, Model
     model = Model(name="VGG-16", params=138e6, flops_per_sample=3 * 2 * 15.5e9, batch=64)
-    cluster = Cluster(nodes=32, devices_per_node=8, nic_bandwidth="100Gbit/s", nic_latency="5us",
+    cluster = ClusterSpec(nodes=32, devices_per_node=8, nic_bandwidth="100Gbit/s", nic_latency="5us",
                       intra_bandwidth="300GB/s", intra_latency="2us", topology="leaf-spine", oversubscription=4,
                       hosts_per_rack=8, device="V100-fp16", efficiency=0.3)
     return model, cluster
@@ -52,7 +52,7 @@ def capstone(*, algo: str = "ring", compression: str = "none", bucket="1MB", pla
              overlap: bool = True, error_feedback: bool = False, target: float = TARGET) -> CheckResult:
     """Pass when the predicted scaling efficiency on the exercise's cluster reaches `target` and the
     compression trains (with `error_feedback` or without, as chapter 4 measured it)."""
-    from ..capstone import predict
+    from ..codesign.capstone import predict
     from ..units import fmt_bytes, fmt_time
     name = "Capstone (256 GPUs, VGG-16)"
     model, cluster = exercise()
@@ -85,7 +85,7 @@ def capstone(*, algo: str = "ring", compression: str = "none", bucket="1MB", pla
 def designs(target: float = TARGET, buckets=BUCKETS) -> list[dict]:
     """Every choice on the grid (algorithm, compression with and without error feedback, bucket, placement,
     overlap) that passes the check, with its efficiency."""
-    from .. import capstone as cs
+    from ..codesign import capstone as cs
     model, cluster = exercise()
     out = []
     for algo in cs.ALGOS:

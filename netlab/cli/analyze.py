@@ -7,7 +7,7 @@
 
 Reads any trace netlab wrote (virtual or wall clock, torchrun included) and prints the temporal
 breakdown (compute, exposed communication, idle), the comm/compute overlap, the straggler, the
-critical path and each rank's NIC utilisation (``netlab.analysis``).
+critical path and each rank's NIC utilisation (``netlab.observe.analysis``).
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def add_parser(p) -> None:
 
 
 def main(args) -> int:
-    from ..analysis import analyze
-    from ..analysis_export import hta_export, load, with_counters
+    from ..observe.analysis import analyze
+    from ..observe.hta_export import hta_export, load, with_counters
     validate.whole(args.bins, "bins", 1)
     trace = load(args.trace)
     report = analyze(trace, args.bins)

@@ -57,8 +57,8 @@ def _table(rows, network_text: str) -> str:
 
 
 def _ina(args, ranks, sizes, net) -> int:
-    """In-network aggregation: `ranks` workers and one switch rank (``netlab.collectives.ina``)."""
-    from ..collectives import ina
+    """In-network aggregation: `ranks` workers and one switch rank (``netlab.codesign.ina``)."""
+    from ..codesign import ina
     if args.algo != "ina":
         raise ValueError("chunks: only for --algo ina")
     if args.collective != "allreduce":
@@ -83,7 +83,7 @@ def main(args) -> int:
     import os
 
     from .. import collectives
-    from ..bench import bench, check_bench
+    from ..collectives.bench import bench, check_bench
     from ..net.network import network
     ranks = args.ranks if args.ranks is not None else int(os.environ.get("WORLD_SIZE", 8))
     sizes = parse_size_range(args.sizes, "sizes")

@@ -16,9 +16,9 @@
 Prints goodput (bytes/s, GB = 1e9 B), the round completion time p50/p99 over rounds, drops, ECN
 marks, retransmission timeouts and PFC pause time, from the packet-level fabric (``netlab.fabric``).
 ``jitter --real-steps`` times real training instead of model rounds: ``--ranks`` gloo ranks train
-(``fabric.steps.step_jitter``) beside another job's traffic, once per transport, and it prints each
+(``cosim.experiments.step_jitter``) beside another job's traffic, once per transport, and it prints each
 transport's step time p50/p99/max with the fabric's drops, timeouts and PFC pause.
-``incast --real`` runs the same incast through the kernel's own TCP (``fabric.linux.incast``: network
+``incast --real`` runs the same incast through the kernel's own TCP (``linuxnet.linux.incast``: network
 namespaces behind a bridge whose port toward the receiver is a tbf with the buffer as its queue; the
 senders' NICs at the port's rate unless ``--nic-rate`` says otherwise), on the wall clock, with the
 same keys; it needs root (one line and exit status 2 where the machine cannot), and the model-only
@@ -70,12 +70,12 @@ def add_parser(p) -> None:
                    "(default 0 for incast, 0.3 for jitter)")
     p.add_argument("--seed", type=int, default=0, help="seed of the background traffic and ECN marking")
     p.add_argument("--real-steps", action="store_true", help="jitter: real ranks train on the fabric (step times "
-                   "of fabric.steps.step_jitter) instead of model rounds")
+                   "of cosim.experiments.step_jitter) instead of model rounds")
     p.add_argument("--ranks", type=int, default=None, help="--real-steps: training ranks (default 3)")
     p.add_argument("--steps", type=int, default=None, help="--real-steps: training steps per transport (default 12)")
     p.add_argument("--latency", default=None, help="--real-steps: every link's latency (default 20us)")
     p.add_argument("--real", action="store_true", help="incast: the kernel's own TCP in network namespaces "
-                   "(root; fabric.linux.incast) instead of the model")
+                   "(root; linuxnet.linux.incast) instead of the model")
     p.add_argument("--nic-rate", default=None, help="--real: each sender's NIC: link (the port's rate, default), "
                    "veth (unshaped) or a rate such as 50Mbit/s")
     # chapter 9: Ethernet for AI (fabric/ethernet.py)
@@ -93,7 +93,7 @@ def add_parser(p) -> None:
 
 def _ecn(args, transport, bandwidth):
     from ..fabric import ECN
-    from ..fabric.scenarios import default_ecn
+    from ..fabric.experiments import default_ecn
     if args.ecn_k is not None:
         if args.ecn_kmin is not None or args.ecn_kmax is not None:
             raise ValueError("ecn-k: give either --ecn-k or --ecn-kmin/--ecn-kmax, not both")
@@ -107,7 +107,7 @@ def _ecn(args, transport, bandwidth):
 
 def _pfc(args, buffer, bandwidth):
     from ..fabric import PFC
-    from ..fabric.scenarios import headroom
+    from ..fabric.experiments import headroom
     given = [args.xoff, args.xon, args.pfc_headroom]
     if not args.pfc:
         if any(v is not None for v in given):
@@ -155,9 +155,9 @@ MODEL_ONLY_REAL = {"window": "64K", "ecn_pmax": None, "pfc": False, "xoff": None
 
 
 def real_incast(args) -> int:
-    """``incast --real``: the kernel's own TCP through a shaped Linux bridge (``fabric.linux.incast``).
+    """``incast --real``: the kernel's own TCP through a shaped Linux bridge (``linuxnet.linux.incast``).
     Ctrl-C on the command line: ``runtime/interrupt.py`` deletes the testbed's namespaces."""
-    from ..fabric import linux
+    from ..linuxnet import linux
     if args.experiment != "incast":
         raise ValueError("real: only the incast experiment runs on the real Linux stack")
     for name, default in MODEL_ONLY_REAL.items():
@@ -192,8 +192,8 @@ def real_incast(args) -> int:
 
 
 def real_steps(args) -> int:
-    """``jitter --real-steps``: real ranks' step times per transport (``fabric.steps.step_jitter``)."""
-    from ..fabric import steps as real
+    """``jitter --real-steps``: real ranks' step times per transport (``cosim.experiments.step_jitter``)."""
+    from ..cosim import experiments as real
     from ..validate import choice as validate_choice
     if args.experiment != "jitter":
         raise ValueError("real-steps: only the jitter experiment runs real training steps")
@@ -328,7 +328,7 @@ def _collapsed(exc: RuntimeError, senders: int, buffer: int) -> ValueError:
 
 def main(args) -> int:
     from ..fabric import incast
-    from ..fabric.scenarios import jitter, validate
+    from ..fabric.experiments import jitter, check_settings
     from ..fabric.transport import TRANSPORTS
     from ..validate import choice as validate_choice
     if args.real and args.real_steps:
@@ -366,11 +366,11 @@ def main(args) -> int:
         if args.experiment != "incast":
             name = next((k for k, v in CH9.items() if getattr(args, k) != v), "transport")
             raise ValueError(f"{name.replace('_', '-')}: chapter 9's options run with the incast experiment")
-        validate(args.senders, block, bandwidth, buffer, transports[0], rto_min, rounds, None, None)
+        check_settings(args.senders, block, bandwidth, buffer, transports[0], rto_min, rounds, None, None)
         check_work(args, block, rounds, transports[:1])
         return ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc)
     for t in transports:                           # senders, rounds, sizes, ...: the library's own checks
-        validate(args.senders, block, bandwidth, buffer, t, rto_min, rounds, _ecn(args, t, bandwidth), pfc)
+        check_settings(args.senders, block, bandwidth, buffer, t, rto_min, rounds, _ecn(args, t, bandwidth), pfc)
     check_work(args, block, rounds, transports)
     total = args.senders * block * rounds * len(transports)
     if args.experiment == "jitter":

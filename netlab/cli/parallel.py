@@ -30,7 +30,7 @@ def add_parser(p) -> None:
 
 
 def main(args) -> int:
-    from ..parallel import MODES, compare
+    from ..codesign.parallel import MODES, compare
     modes = MODES if args.mode == "all" else (args.mode,)
     rows = compare(modes=modes, ranks=args.ranks, bandwidth=args.bandwidth, latency=args.latency, width=args.width,
                    layers=args.layers, batch=args.batch, micro_batches=args.micro_batches, device=args.device,

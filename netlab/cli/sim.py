@@ -88,7 +88,8 @@ def _text(row: dict, description: str) -> str:
 
 
 def main(args) -> int:
-    from .. import collectives, cost, sim
+    from .. import collectives, sim
+    from ..collectives import cost
     from ..net import fabrics
     from ..net.network import Link
     from ..net.topology import Host

@@ -34,7 +34,7 @@ def add_parser(p) -> None:
 
 
 def main(args) -> int:
-    from ..step import measure_step
+    from ..dataparallel.step import measure_step
     ranks = args.ranks
     if ranks is None:
         ranks = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else 4

@@ -6,7 +6,7 @@
     out = collectives.all_to_all(comm, tokens, algo="pairwise")   # block j to rank j (expert parallelism)
 
 ``ALGORITHMS[collective][algo]`` is the schedule generator ``(p, count, **options) -> steps``;
-the cost model (``netlab.cost``) and the simulator use the same table.
+the cost model (``netlab.collectives.cost``) and the simulator use the same table.
 """
 from __future__ import annotations
 

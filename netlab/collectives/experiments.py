@@ -3,7 +3,7 @@ step by step, and every all-reduce algorithm timed over sizes and world sizes be
 
 Everything comes from runs on real ranks: the examples move real tensors; the ring's steps are
 snapshots taken on the ranks between steps; the times are virtual times of size-only runs
-(identical to real payloads', see tests), with the formula next to them (``netlab.bench``).
+(identical to real payloads', see tests), with the formula next to them (``netlab.collectives.bench``).
 Left out: drawing (``netlab.figures.collectives``) and the chapter's panels (``netlab.ui.ch2``).
 """
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from .. import cluster, collectives
-from ..bench import bench
+from .. import collectives
+from ..runtime import launch, shared
+from .bench import bench
 from ..net.network import network
 from .schedule import execute, rank_plan
 
@@ -37,7 +38,7 @@ def _example(comm, collective, algo, n):
 def example(collective: str, algo: str | None = None, ranks: int = 4, n: int = 4) -> list[tuple[list, list]]:
     """Run one collective on real ranks with small integers; print and return (before, after) per rank."""
     algo = algo or {"broadcast": "tree", "reduce": "tree", "alltoall": "pairwise"}.get(collective, "ring")
-    res = cluster.run(_example, collective, algo, n, ranks=ranks)
+    res = launch.run(_example, collective, algo, n, ranks=ranks)
     print(f"{collective} ({algo}) on {ranks} ranks")
     for r, (before, after) in enumerate(res.values):
         note = ("" if collective != "reduce" or r == 0 else
@@ -60,7 +61,7 @@ def _ring_snapshots(comm, n):
 
 def ring_snapshots(ranks: int = 4) -> list[list[list[int]]]:
     """[step][rank][chunk] -> bitmask of the ranks whose data is summed there, taken on real ranks."""
-    res = cluster.run(_ring_snapshots, ranks, ranks=ranks)
+    res = launch.run(_ring_snapshots, ranks, ranks=ranks)
     return [[res.values[r][s] for r in range(ranks)] for s in range(len(res.values[0]))]
 
 
@@ -74,5 +75,5 @@ def latency_sweep(ranks_list=(2, 4, 8, 16), algos=("ring", "tree", "recursive_do
                   bandwidth: str = "100Gbit/s", latency: str = "5us") -> list[dict]:
     """One small message on growing worlds: where the alpha terms of each algorithm show."""
     net = network(bandwidth, latency)
-    cluster.get_cluster(max(ranks_list))                                 # one pool for the whole sweep
+    shared.get_cluster(max(ranks_list))                                 # one pool for the whole sweep
     return [row for p in ranks_list for algo in algos for row in bench("allreduce", algo, p, [size], net)]

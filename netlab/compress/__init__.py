@@ -10,7 +10,7 @@
     step_times(["none", "fp16", "topk"], bandwidths=["100Mbit/s", "10Gbit/s"])
 
 ``make`` builds a pipeline from a ``SyncConfig`` (``methods.py``: the catalogue, each knob's default,
-the config). Split as GRACE splits it: ``base`` (Compressor, Payload, bit packing), ``memory`` (error feedback),
+the config). Split as GRACE splits it: ``base`` (Compressor, Payload, bit packing), ``error_feedback`` (error feedback),
 ``communicate`` (all-reduce / all-gather of payloads, the ``Compression`` pipeline), and one file per
 family: ``quantize`` (fp16, bf16, int8, QSGD, TernGrad), ``sign`` (scaled sign, majority vote),
 ``sparsify`` (top-k, random-k, threshold), ``dgc``, ``powersgd``. ``training`` trains the digits MLP
@@ -22,7 +22,7 @@ from __future__ import annotations
 from .base import Compressor, Identity, Payload, pack_bits, unpack_bits
 from .communicate import Compression, allgather_payloads, allgatherv, allreduce_payload
 from .dgc import DGC, DGCMemory, DGCTopK
-from .memory import NoMemory, ResidualMemory
+from .error_feedback import NoMemory, ResidualMemory
 from .powersgd import PowerSGD
 from .quantize import QSGD, Cast, Int8, TernGrad
 from .sign import MajorityVote, ScaledSign

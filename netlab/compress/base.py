@@ -1,7 +1,7 @@
 """What every compressor is: compress a flat gradient into a payload, decompress it, and say its bytes.
 
 The split follows GRACE (Xu et al., ICDCS 2021; sands-lab/grace): a *compressor* turns a tensor into
-the tensors that go on the wire and back; a *memory* (``memory.py``) does error feedback; a
+the tensors that go on the wire and back; a *memory* (``error_feedback.py``) does error feedback; a
 *communicator* (``communicate.py``) moves the payloads -- summed in flight by an all-reduce when the
 format allows it (``summable``), all-gathered and decoded rank by rank otherwise.
 

@@ -43,7 +43,8 @@ import time
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from .. import data, train, validate
+from .. import data, validate
+from ..dataparallel import train
 from ..runtime.comm import Comm
 from ..net.presets import Device, device as make_device
 from . import make

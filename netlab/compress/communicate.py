@@ -1,6 +1,6 @@
 """How compressed gradients travel: all-reduce where payloads add up, all-gather where they do not.
 
-``Compression(compressor, memory).sync(comm, grad, step)`` is a ``sync`` for ``netlab.train``-style
+``Compression(compressor, memory).sync(comm, grad, step)`` is a ``sync`` for ``netlab.dataparallel.train``-style
 loops: it takes this rank's gradient contribution and returns the sum over ranks, as the plain
 all-reduce would, after
 
@@ -29,7 +29,7 @@ torch = lazy("torch", globals())
 from .. import collectives
 from ..collectives.schedule import Step
 from .base import Compressor, Payload
-from .memory import NoMemory, ResidualMemory
+from .error_feedback import NoMemory, ResidualMemory
 
 
 def allgatherv_steps(lengths):

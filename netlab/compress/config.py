@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from .. import cluster, train, validate
+from ..dataparallel import train
+from .. import validate
+from ..runtime import launch, pool
 from . import check_method, make
 from .methods import SyncConfig
 from .codec_cost import DEFAULT_CODEC, check_codec
@@ -35,7 +37,7 @@ class TrainConfig:
 
     def __post_init__(self):
         check_method(self.method)
-        cluster.check_ranks(self.ranks)
+        pool.check_ranks(self.ranks)
         train.check_model(self.width, self.layers)
         validate.whole(self.steps, "steps", 1, 100_000, int_only=True)
         validate.whole(self.batch, "batch", 1, 4096, int_only=True)
@@ -52,7 +54,7 @@ class TrainConfig:
                               world_size=self.ranks, **self.options)
         except TypeError as exc:
             raise ValueError(f"options: {self.method} does not take {', '.join(self.options)} ({exc})") from None
-        problem = cluster.where_torch_is(_build, sync)          # a bad value too: building the pipeline needs torch
+        problem = launch.where_torch_is(_build, sync)          # a bad value too: building the pipeline needs torch
         if problem:
             raise ValueError(problem)
 

@@ -23,7 +23,9 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
-from .. import cluster, data, train
+from .. import data
+from ..dataparallel import train
+from ..runtime import launch, pool
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import check_method, make
@@ -72,7 +74,7 @@ def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128,
                codec: str = DEFAULT_CODEC, progress: bool = False) -> list[dict]:
     """One row per (method, bandwidth): step time and its parts, measured on real ranks."""
     from tqdm.auto import tqdm
-    cluster.check_ranks(ranks)
+    pool.check_ranks(ranks)
     train.check_model(width, layers)
     check_codec(codec)
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
@@ -86,7 +88,7 @@ def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128,
     compute_s = dev.seconds(flops) + dev.seconds(2 * train.parameter_count(width, layers))
     rows = []
     for bw, net in tqdm(nets, desc="bandwidths", disable=not progress):
-        res = cluster.run(one_step_each, ranks=ranks, network=net, device=dev, timeout=120, specs=specs,
+        res = launch.run(one_step_each, ranks=ranks, network=net, device=dev, timeout=120, specs=specs,
                           width=width, layers=layers, batch=batch)
         for i, (name, options, ef, enc, dec) in enumerate(specs):
             step = max(v[i]["clock"] for v in res.values)

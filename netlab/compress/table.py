@@ -85,7 +85,7 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
 
     Per method: the payload's tensors (dtype[count]), its bytes, the ratio to fp32, and the relative
     reconstruction error ||g - D(C(g))|| / ||g|| of a single compression (no error feedback).
-    Runs here if torch is imported here, else on one rank of the pool (``cluster.where_torch_is``),
+    Runs here if torch is imported here, else on one rank of the pool (``runtime.launch.where_torch_is``),
     so a notebook kernel does not import torch for it.
     """
     from ..runtime.launch import where_torch_is
@@ -93,7 +93,8 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
 
 
 def _payload_rows(methods, width, layers, batch, seed) -> list[dict]:
-    from .. import data, train
+    from .. import data
+    from ..dataparallel import train
     from ..runtime.comm import Comm
     from ..net.presets import device
     from . import make

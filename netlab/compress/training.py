@@ -1,6 +1,6 @@
 """Train chapter 1's digits MLP on real ranks with a compressed gradient exchange.
 
-``train_compressed`` is the rank function: chapter 1's loop (``netlab.train.fit``) with the sync
+``train_compressed`` is the rank function: chapter 1's loop (``netlab.dataparallel.train.fit``) with the sync
 replaced by a compression pipeline (``Counted`` wraps it to count bytes), and the optimizer's
 momentum turned off when the method carries its own (DGC's momentum correction). It records
 accuracy against steps and against the virtual clock, and the bytes each rank really put on the
@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from .. import cluster, train
+from ..dataparallel import train
+from ..runtime import launch, memory, shared
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from . import make
@@ -119,9 +120,9 @@ def run_training(method: str | TrainConfig = "none", *, bandwidth="1Gbit/s", lat
     if sync_factory is None:
         encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, cfg.error_feedback, cfg.codec,
                                            **options)
-    if not cluster.under_torchrun():
-        cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(width, layers), 12), "this training run")
-    res = cluster.run(train_compressed, ranks=ranks, network=net, device=dev, timeout=timeout, method=method,
+    if not launch.under_torchrun():
+        shared.check_memory(ranks, memory.rank_bytes(train.grad_bytes(width, layers), 12), "this training run")
+    res = launch.run(train_compressed, ranks=ranks, network=net, device=dev, timeout=timeout, method=method,
                       error_feedback=cfg.error_feedback, steps=steps, width=width, layers=layers, batch=batch,
                       lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, eval_every=cfg.eval_every, encode_s=encode_s,
                       decode_s=decode_s, sync_factory=sync_factory, **options)

@@ -4,7 +4,7 @@ The cluster: 32 nodes of 8 V100s (fp16 tensor cores at 30 % of peak) joined by N
 NIC per node, a leaf-spine fabric with 8 hosts per rack and 4:1 oversubscribed uplinks. The model:
 VGG-16 (138 M parameters), 64 images per GPU.
 
-Return a dict of five choices, which the check passes to ``netlab.capstone.predict`` for this cluster:
+Return a dict of five choices, which the check passes to ``netlab.codesign.capstone.predict`` for this cluster:
 ``"algo"`` ("ring", "tree", "halving_doubling" or "hierarchical"), ``"compression"`` ("none", "fp16",
 "bf16", "int8", "qsgd", "terngrad", "sign", "topk" or "randomk"), ``"bucket"`` (bytes, a number or a
 string such as "4MB"), ``"placement"`` ("packed" or "scattered") and ``"overlap"`` (True or False);

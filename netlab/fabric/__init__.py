@@ -1,14 +1,14 @@
 """netlab.fabric: switches with buffers, ECN and PFC, and per-flow transports (chapter 6).
 
 Two models, one vocabulary:
-  * a packet-level discrete-event fabric (``engine``, ``switch``, ``transport``, ``scenarios``):
+  * a packet-level discrete-event fabric (``engine``, ``switch``, ``transport``, ``experiments``):
     Reno, Cubic, DCTCP, DCQCN and an ideal sender over drop-tail / ECN / PFC ports; every drop,
     mark, pause, window and rate is recorded;
   * DCQCN's fluid model (``fluid``, Zhu et al. CoNEXT'16) for its stability at 40 Gbit/s;
 and the closed forms they are checked against (``theory``).
 """
 from .engine import Fabric, Flow
-from .scenarios import Incast, Run, incast, jitter, long_flows, rates, run_incast, victim
+from .experiments import Incast, Run, incast, jitter, long_flows, rates, run_incast, victim
 from .switch import ECN, MTU, PFC, Port, Switch, pfc_headroom
 from .transport import RTO_MIN, TRANSPORTS
 

@@ -2,7 +2,7 @@
 per port and a transport per flow, given to ``netlab.network(..., congestion=...)``.
 
 This is the user's side: the settings, their checks and their one-line description. The launcher's
-coordinator that times every message with them, and each rank's line to it, are ``live.py``.
+coordinator that times every message with them, and each rank's line to it, are ``cosim.live.py``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class Congestion:
     window:    bytes a TCP receiver advertises (caps a window); None: unlimited.
     background: load (0 to 0.95 of the line rate) of another job's traffic into rank
                ``background_to``'s switch port: Poisson arrivals of ``background_size``-byte flows
-               from one more host, with this transport, seeded by ``seed`` (as ``scenarios.incast``).
+               from one more host, with this transport, seeded by ``seed`` (as ``fabric.experiments.incast``).
     storm:     ``netlab.fabric.storm.Storm``: one host's NIC pauses the switch port toward it part of
                the time (a PFC pause storm; needs ``pfc``).
 
@@ -64,7 +64,7 @@ class Congestion:
     credit_rate: float | None = None
     unscheduled: float = 0.0
     # Not a field: a spec as the user writes it is on no launcher's line. The copy the ranks receive
-    # for one run (``live.Launched``) carries the coordinator's address and key.
+    # for one run (``cosim.live.Launched``) carries the coordinator's address and key.
     address = ""
 
     def __post_init__(self):

@@ -2,7 +2,7 @@
 
 Each function builds a ``net`` topology as packet-level switches (``multiswitch.SwitchedNetwork``),
 starts a set of flows at t = 0 and runs them to completion, and returns a ``Result`` (a chapter 6
-``scenarios.Run`` with the network and the experiment's own numbers), next to its closed form:
+``fabric.experiments.Run`` with the network and the experiment's own numbers), next to its closed form:
 
 * ``incast``: N senders x block into one receiver (its last-hop port is the bottleneck). A lossless
   or trimming fabric needs N x block / B (``lossless_round``) plus a few round trips; drop-tail
@@ -38,7 +38,7 @@ from . import transport as tp
 from .congestion import check_options
 from .engine import Fabric
 from .multiswitch import SwitchedNetwork
-from .scenarios import Run, default_ecn as ch6_ecn
+from .experiments import Run, default_ecn as ch6_ecn
 from .switch import ECN, MTU
 
 GBIT = 1e9 / 8

@@ -10,7 +10,7 @@ the stalled one.
 
 ``Storm(rank, fraction, period)``: the NIC of ``rank`` pauses the switch's port toward it for the
 first ``fraction`` of every ``period`` (from t = 0) and resumes it for the rest, on every lossless
-priority, for as long as any rank runs. Installed by ``live.Coordinator`` when
+priority, for as long as any rank runs. Installed by ``cosim.live.Coordinator`` when
 ``Congestion(storm=...)`` is set (PFC must be on: a pause storm needs lossless priorities).
 
 Left out: the stall's cause (a NIC firmware or driver fault), pause quanta and the NIC watchdog that

@@ -37,9 +37,9 @@ def takes_window(name: str) -> bool:
 
 
 def make(name: str, flow, rto_min: float = RTO_MIN, linux: bool = False, tick: float = 0.0, **kw) -> Sender:
-    """A sender of transport ``name`` for ``flow``. ``linux``: the Linux kernel's profile of a TCP sender
+    """A sender of transport ``name`` for ``flow``. ``linuxnet.linux``: the Linux kernel's profile of a TCP sender
     (``tcp.LinuxTCP``: RACK, tail loss probes, the kernel's RTO), with its timers kept in ``tick``s
-    (s, 1/HZ; 0: exact; without ``linux`` it has no effect). For reno, cubic and dctcp only."""
+    (s, 1/HZ; 0: exact; without ``linuxnet.linux`` it has no effect). For reno, cubic and dctcp only."""
     try:
         cls = TRANSPORTS[name]
     except KeyError:

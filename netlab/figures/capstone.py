@@ -3,7 +3,7 @@
 ``scaling``: predicted scaling efficiency against the number of devices, one line per set of choices,
 each with its own colour, marker and line style (the first in the ring's look of ``figures.common``), with
 published results as stars. Left out: error bars (the prediction is a closed form; its assumptions are
-stated in ``netlab.capstone``).
+stated in ``netlab.codesign.capstone``).
 """
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Chapter 8's co-design figures: in-network aggregation against the ring over world size (lines
-from ``netlab.cost``, markers measured on real ranks), a job's all-reduce packed vs scattered, and
+from ``netlab.collectives.cost``, markers measured on real ranks), a job's all-reduce packed vs scattered, and
 a ring all-reduce against an all-to-all on a fat-tree at two oversubscription ratios.
 
 Each function draws on a given matplotlib ``Figure`` (no pyplot state) and returns it. The ring
 keeps its look from chapter 2 (``common.ALGORITHMS``). Left out: the runs behind the markers and
-bars (``netlab.collectives.ina.measure``, ``netlab.sim.placement.compare``, ``netlab.sim.alltoall.bisection``).
+bars (``netlab.codesign.ina.measure``, ``netlab.sim.placement.compare``, ``netlab.sim.alltoall.bisection``).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import math
 
 from matplotlib.ticker import ScalarFormatter
 
-from .. import cost
+from ..collectives import cost
 from ..units import fmt_bytes
 from .common import algorithm_style, label_lines, log_grid, margins, time_unit
 

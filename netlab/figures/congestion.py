@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fabric.scenarios import rates
+from ..fabric.experiments import rates
 
 GBIT = 1e9 / 8
 

@@ -2,7 +2,7 @@
 
 ``step_time_vs_bandwidth``: one step of data, tensor and pipeline parallelism against the network's
 bandwidth (left, every point a run) and the bytes each sends per step (right). Left out: running
-the steps (``netlab.parallel.measure``).
+the steps (``netlab.codesign.parallel.measure``).
 """
 from __future__ import annotations
 

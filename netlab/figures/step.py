@@ -3,7 +3,7 @@ throughput and scaling efficiency against node count.
 
 Each function draws into given Axes (or a new figure) and returns the figure, so a widget panel can
 redraw into one Output without leaking figures (important on a 2 GB Binder). Left out: running the
-step (``netlab.step``); the colours are ``common.COLORS``.
+step (``netlab.dataparallel.step``); the colours are ``common.COLORS``.
 """
 from __future__ import annotations
 

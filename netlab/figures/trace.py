@@ -1,7 +1,7 @@
 """Chapter 7's figures, each drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
 
 * ``timeline``: per rank, a compute lane and a communication lane (the collectives, one per bucket),
-  with the breakdown from ``netlab.analysis`` printed beside each rank;
+  with the breakdown from ``netlab.observe.analysis`` printed beside each rank;
 * ``bucket_curve``: step time against bucket capacity, overlapped and not (the U-shaped curve);
 * ``peer_matrix``: sender x receiver, each pair's bandwidth and bytes (``analysis.peer_links``): a
   slow NIC is a dark row and column, a spine a block pattern, a hot shard one bright column of bytes.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from .. import analysis
+from ..observe import analysis
 from ..runtime.trace import Trace
 
 

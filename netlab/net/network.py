@@ -102,7 +102,7 @@ class Network:
         if not self.gamma >= 0:
             raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
         if self.congestion is not None:
-            if _is_instance(self.congestion, "netlab.fabric.flows", "FlowFabric"):   # chapter 5's topologies, flow by flow
+            if _is_instance(self.congestion, "netlab.cosim.flows", "FlowFabric"):   # chapter 5's topologies, flow by flow
                 self.congestion.check(self)
             elif not _is_congestion(self.congestion):
                 raise ValueError(f"congestion: a netlab.fabric.Congestion, got {self.congestion!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 
 
-class Port:
+class PortCalendar:
     """Busy intervals [start, end) kept sorted, disjoint, and merged when they touch."""
 
     def __init__(self):

@@ -1,6 +1,6 @@
 """The same training synchronized by ring all-reduce, with the same stragglers: the PS's competitor.
 
-Chapter 1's data-parallel loop (``netlab.train``): every worker computes on its slice, the ranks sum
+Chapter 1's data-parallel loop (``netlab.dataparallel.train``): every worker computes on its slice, the ranks sum
 gradients with a ring all-reduce (2(p-1)/p of the model through every NIC, no extra machines),
 and every rank applies the same SGD update (not charged to the clock: the servers' is not either).
 Synchronous by nature: a straggler holds up the ring. Uses the PS run's configuration (model,
@@ -8,7 +8,8 @@ batch, lr, momentum, stragglers), so the two runs differ only in how the gradien
 """
 from __future__ import annotations
 
-from .. import cluster, train
+from ..dataparallel import train
+from ..runtime import launch, memory, shared
 from ..net.network import network as make_network
 from ..net.presets import device as make_device
 from .config import PSConfig
@@ -35,9 +36,9 @@ def run_allreduce(config: PSConfig | None = None, *, bandwidth="10Gbit/s", laten
     cfg = config if config is not None else make_config(**{k: v for k, v in settings.items() if k not in PS_ONLY},
                                                         servers=1)
     workers, steps = cfg.roles.workers, cfg.membership.steps
-    cluster.check_memory(workers, cluster.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6),
+    shared.check_memory(workers, memory.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6),
                          "this all-reduce run")
-    res = cluster.run(allreduce_main, cfg, ranks=workers, network=make_network(bandwidth, latency),
+    res = launch.run(allreduce_main, cfg, ranks=workers, network=make_network(bandwidth, latency),
                       device=make_device(device, efficiency), timeout=timeout)
     hist = res.values[0]["history"]
     per_step = [max(v["comm_s"][t] for v in res.values) for t in range(steps)]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from .. import seeds, train, validate
+from .. import seeds, validate
+from ..dataparallel import train
 from .consistency import MODES, ssp_ready
 from .roles import Membership, Roles
 from .sharding import ShardMap

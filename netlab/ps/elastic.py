@@ -26,7 +26,8 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
-from .. import cluster, train
+from ..dataparallel import train
+from ..runtime import launch
 from .experiment import PSResult, assemble, run_ps
 from .roles import Membership
 
@@ -47,7 +48,7 @@ def lost_updates(result: PSResult) -> dict:
            "pushed_norm": float(np.linalg.norm(pushed)), "pushes": sum(w["steps"] for w in result.workers)}
     cfg = result.config
     if cfg.momentum == 0 and cfg.restore is None:                  # plain SGD: weights = init - lr * sum
-        init = cluster.where_torch_is(initial_weights, cfg.width, cfg.layers, cfg.seed)
+        init = launch.where_torch_is(initial_weights, cfg.width, cfg.layers, cfg.seed)
         out["weights_vs_init_minus_lr_sum"] = float(np.abs(assemble(result) - (init - cfg.lr * applied)).max())
     return out
 

@@ -28,7 +28,9 @@ import numpy as np
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from .. import cluster, train, validate
+from ..dataparallel import train
+from .. import validate
+from ..runtime import launch, memory, pool, shared
 from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from ..runtime.trace import Trace
@@ -69,7 +71,7 @@ def make_config(*, workers=4, servers=1, sharding="range", mode="bsp", staleness
     `training`: PSConfig's own fields (width, layers, batch, lr, momentum, stragglers, slowdown,
     straggle, eval_every, seed, start, restore), checked by PSConfig itself.
     """
-    validate.whole(servers, "servers", 1, cluster.MAX_RANKS)
+    validate.whole(servers, "servers", 1, pool.MAX_RANKS)
     roles = Roles.of(workers, servers)
     mode, bound = consistency.check_mode(mode, staleness)
     steps = validate.whole(steps, "steps", 1, 100_000)
@@ -113,10 +115,10 @@ def run_ps(config: PSConfig | None = None, *, colocated=False, bandwidth="10Gbit
     net = make_network(bandwidth, latency) if emulate else None
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     ranks = cfg.roles.world_size
-    if not cluster.under_torchrun():
-        cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6),
+    if not launch.under_torchrun():
+        shared.check_memory(ranks, memory.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6),
                              "this parameter-server run")
-    res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=dev if emulate else None, timeout=timeout)
+    res = launch.run(rank_main, cfg, ranks=ranks, network=net, device=dev if emulate else None, timeout=timeout)
     where = ({"bandwidth_Bps": net.nic.bandwidth, "latency_s": net.nic.latency, "network": net.describe()}
              if emulate else {"network": "none (wall clock)"})
     if res.fabric is not None:                         # a congestion fabric: its drops, marks, timeouts

@@ -23,7 +23,7 @@ replaces 1/k.
 """
 from __future__ import annotations
 
-from .. import cost
+from ..collectives import cost
 from ..net.network import Link
 
 

@@ -28,7 +28,8 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
-from .. import train, validate
+from ..dataparallel import train
+from .. import validate
 from . import protocol
 from .config import Training, training_of
 from .roles import Roles
@@ -149,7 +150,7 @@ def run_hybrid(workers=8, cpu_servers=2, fraction=None, *, bandwidth="10Gbit/s",
 
     `training`: HybridConfig's own fields (steps, width, layers, batch, lr, momentum, seed, eval_every).
     """
-    from .. import cluster
+    from ..runtime import launch, memory, shared
     from ..net.network import network as make_network
     from ..net.presets import device as make_device
     from .sharding import DEFAULT_PARTITION_BYTES, mixed_map
@@ -159,8 +160,8 @@ def run_hybrid(workers=8, cpu_servers=2, fraction=None, *, bandwidth="10Gbit/s",
     cfg = HybridConfig(workers=workers, cpu_servers=cpu_servers, smap=smap, **training)
     net = make_network(bandwidth, latency)
     ranks = workers + cpu_servers
-    cluster.check_memory(ranks, cluster.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6), "this BytePS run")
-    res = cluster.run(rank_main, cfg, ranks=ranks, network=net, device=make_device(device, efficiency),
+    shared.check_memory(ranks, memory.rank_bytes(train.grad_bytes(cfg.width, cfg.layers), 6), "this BytePS run")
+    res = launch.run(rank_main, cfg, ranks=ranks, network=net, device=make_device(device, efficiency),
                       timeout=timeout)
     steps = cfg.steps
     w = res.values[:workers]

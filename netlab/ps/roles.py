@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import validate
-from ..cluster import MAX_RANKS
+from ..runtime.pool import MAX_RANKS
 
 
 def _whole(value, name: str, low: int) -> int:

@@ -33,7 +33,7 @@ not excused returns the one delivered first in virtual time (ties: lower rank, t
 message) once nothing in flight or unsent can arrive earlier; the push is taken at max(server
 clock, its arrival) and its answers leave then. Key order there would answer a fast worker at its
 push's time after having seen a later push: a send into the fabric's past, which a conservative
-simulation cannot take back (``netlab/fabric/live.py``). Nor can this deadlock: were every server
+simulation cannot take back (``netlab/cosim/live.py``). Nor can this deadlock: were every server
 to wait for ever, take the stuck worker x with the lowest step t; it waits for an answer of step t
 from some server S. If S has not taken x's push, x owes S nothing, so S waits on it and the
 fabric delivers it. If S holds the answer, some worker y's clock at that chunk is at most t; y,

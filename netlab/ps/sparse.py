@@ -199,7 +199,7 @@ def rank_main(comm, cfg: SparseConfig, home, hot) -> dict:
 def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=16, lookups_per_step=512, zipf=1.0,
                steps=3, lr=0.5, bandwidth="1Gbit/s", latency="5us", seed=0, timeout=120.0) -> dict:
     """Run the embedding on real ranks; per-server bytes and rows, the hottest server's share, step time."""
-    from .. import cluster
+    from ..runtime import launch, memory, shared
     from ..net.network import network as make_network
     from ..net.presets import device as make_device
     from .roles import Roles
@@ -213,8 +213,8 @@ def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=
                        hot if placement == "replicate" else 0, steps, lr, seed)
     home, hot_ids = owners(cfg), hot_rows(cfg) if cfg.hot else np.zeros(0, dtype=np.int64)
     net = make_network(bandwidth, latency)
-    cluster.check_memory(workers + servers, cluster.rank_bytes(4 * rows * dim, 3), "this embedding run")
-    res = cluster.run(rank_main, cfg, home, hot_ids, ranks=workers + servers, network=net,
+    shared.check_memory(workers + servers, memory.rank_bytes(4 * rows * dim, 3), "this embedding run")
+    res = launch.run(rank_main, cfg, home, hot_ids, ranks=workers + servers, network=net,
                       device=make_device("cpu-core"), timeout=timeout)
     srv = res.values[workers:]
     table = np.empty((rows, dim), dtype=np.float32)

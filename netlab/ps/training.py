@@ -1,11 +1,11 @@
 """Training chapter 1's MLP on the digits through parameter servers: the function every rank runs.
 
-Workers run chapter 1's loop (``netlab.train.fit``) with ``PushPull`` as its sync: they compute
+Workers run chapter 1's loop (``netlab.dataparallel.train.fit``) with ``PushPull`` as its sync: they compute
 forward and backward on their slice of each global batch (the loss is summed and divided by the
 global batch, so the sum of the workers' gradients is the full batch's gradient), push the gradient,
 and pull the parameters the servers hold. Servers run ``DenseServer``. Under BSP this is the same
 arithmetic as all-reduce training with momentum SGD (a test checks the final weights against
-``netlab.train``). Under ASP/SSP each push is applied on its own, so a round of p pushes moves the
+``netlab.dataparallel.train``). Under ASP/SSP each push is applied on its own, so a round of p pushes moves the
 model as far as one BSP step, on staler values.
 
 Stragglers: worker w's compute takes ``slowdown[w]`` times the modelled duration (FLOPs / device).
@@ -25,7 +25,7 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
-from .. import train
+from ..dataparallel import train
 from .config import PSConfig
 from .server import DenseServer, ServerState
 from .worker import PSClient

@@ -13,5 +13,5 @@
     interrupt.py  Ctrl-C and SIGTERM on the command line
 
 Deliberately imports nothing: ``interrupt`` must be importable before torch. The public names are
-``netlab.run`` and the rest of ``netlab/__init__.py``, and ``netlab.cluster``.
+``netlab.run`` and the rest of ``netlab/__init__.py``.
 """

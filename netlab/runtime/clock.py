@@ -15,7 +15,7 @@ to post on a busy 2-core machine, so a second message per payload doubled a smal
 and as a message of its own ahead of larger ones; the sender books its outgoing port and the
 receiver its incoming port (``netlab.net.port``), each for alpha + n/B, and the receiver's clock
 moves to max(its clock, the message's end). ``FabricClock``: the same virtual time, but a
-congestion fabric (``netlab.fabric.live``) times every message; on a packet fabric it also answers
+congestion fabric (``netlab.cosim.live``) times every message; on a packet fabric it also answers
 ``first(requests)``: which of several posted receives is delivered first (``arrivals`` is True).
 ``WallClock``: ``time.perf_counter()`` since the run started; nothing is added to the messages.
 
@@ -29,7 +29,7 @@ from collections import defaultdict
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from ..net.port import Port
+from ..net.port import PortCalendar
 
 PACK_BYTES = 1 << 20        # virtual time: payloads up to this size travel in one message with their header
 _HEADER = 16                # two float64: the sender's start time and the message's bytes
@@ -107,7 +107,7 @@ class WallClock:
 class VirtualClock:
     """Virtual seconds: messages book per-link-class ports, compute adds its modelled duration.
 
-    ``t`` is the rank's clock; code that keeps a second timeline (``netlab.overlap``'s communication
+    ``t`` is the rank's clock; code that keeps a second timeline (``netlab.dataparallel.overlap``'s communication
     stream) may set it and put it back.
     """
 
@@ -132,8 +132,8 @@ class VirtualClock:
     def check_size_only(self, nbytes: int) -> None:
         pass
 
-    def _port(self, cls: str, direction: str) -> Port:
-        return self._ports.setdefault((cls, direction), Port())
+    def _port(self, cls: str, direction: str) -> PortCalendar:
+        return self._ports.setdefault((cls, direction), PortCalendar())
 
     def post_send(self, req, tensor):
         """Book the outgoing port, record the send; return (header message, payload left to send)."""
@@ -188,11 +188,11 @@ class VirtualClock:
 
 
 class FabricClock(VirtualClock):
-    """Virtual seconds in which a congestion fabric (``netlab.fabric.live``) times every message."""
+    """Virtual seconds in which a congestion fabric (``netlab.cosim.live``) times every message."""
 
     def __init__(self, network, *, rank: int, record):
         super().__init__(network, rank=rank, record=record)
-        from ..fabric.live import FabricClient
+        from ..cosim.live import FabricClient
         self._fabric = FabricClient(network.congestion, rank)
         self._seq_out, self._seq_in = defaultdict(int), defaultdict(int)
         self._leaving: list = []                     # sends timed by the fabric that gloo has yet to move

@@ -49,7 +49,7 @@ def _stop(signum, frame) -> None:  # noqa: ARG001 -- a signal handler's signatur
             pool._close_all()
         except BaseException:  # noqa: BLE001
             pass
-    netns = sys.modules.get("netlab.fabric.netns")
+    netns = sys.modules.get("netlab.linuxnet.netns")
     if netns is not None:                 # `congestion incast --real`: delete the testbed's namespaces
         try:
             netns._close_all()

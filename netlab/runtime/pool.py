@@ -185,7 +185,7 @@ class Cluster:
 
     def _grew_note(self) -> str:
         """After an OOM kill: what the memory check saw when it let the run start (memory.after_the_check)."""
-        from ..memory import after_the_check
+        from .memory import after_the_check
         alive = [p.pid for r, p in enumerate(self.procs) if p.pid and death.running(p.pid, self._started[r])]
         return after_the_check(alive)
 
@@ -238,7 +238,7 @@ class Cluster:
             self._check_alive()                         # another thread's run may have ended this pool
             if network is None or network.congestion is None:
                 return self._run(cloudpickle.dumps((fn, args, kwargs, network, device)), n, network, timeout)
-            from ..fabric.live import Coordinator        # a switch fabric times every message of this run
+            from ..cosim.live import Coordinator        # a switch fabric times every message of this run
             fabric = Coordinator(n, network, self._dir).start()
             try:
                 timed = dataclasses.replace(network, congestion=fabric.congestion)

@@ -7,7 +7,8 @@ and shared copy-on-write, as is the digits data set.
 import torch  # noqa: F401
 import torch.distributed  # noqa: F401
 
-from .. import collectives, data, train  # noqa: F401
+from .. import collectives, data  # noqa: F401
+from ..dataparallel import train  # noqa: F401
 from . import comm, worker  # noqa: F401
 
 train.step_flops(8, 1, 1)

@@ -18,7 +18,7 @@ class RunResult:
     trace: Trace
     counters: list          # per rank: (bytes_sent, bytes_recv, messages_sent, messages_recv)
     wall_s: float           # how long the run took on this machine
-    fabric: dict | None = None   # with congestion=: drops, marks, pauses, timeouts (fabric/live.py)
+    fabric: dict | None = None   # with congestion=: drops, marks, pauses, timeouts (cosim/live.py)
 
     def __getitem__(self, rank):
         return self.values[rank]

@@ -12,10 +12,11 @@ import os
 import sys
 import threading
 
-from ..memory import anon_share_bytes, trim_heap
+from .memory import anon_share_bytes, trim_heap
 from . import cooperate, death
 from .pool import DEFAULT_TIMEOUT, Cluster, _live, _turn, check_ranks
 from .pool import _lock as pool_lock
+from . import memory as _memory
 
 _default: Cluster | None = None
 
@@ -214,3 +215,13 @@ def trim_when_kernel_idles() -> bool:
     shell.events.register("post_run_cell", _arm_trim)
     shell._netlab_heap_trim = True
     return True
+
+
+def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/",
+                 held: list[int] | None = None) -> None:
+    """``netlab.runtime.memory.check_memory`` with `held` defaulting to the shared pool's ranks, which a run
+    reuses or replaces (so the memory they hold counts as free for it)."""
+    if held is None:
+        pool = _default
+        held = list(pool.pids) if pool is not None and pool.alive else []
+    _memory.check_memory(ranks, per_rank_bytes, what, root, held)

@@ -9,7 +9,7 @@
 The simulator runs the very schedules the real ranks run (``netlab.collectives.schedule``: one
 definition of each algorithm), as arrays of sizes, on a ``Topology`` with routing (ECMP hash,
 spraying, adaptive) and max-min fair link sharing. See ``engine.py`` for the time model and what
-it leaves out, ``fabric.py`` for max-min, ``traffic.py`` for non-collective patterns (parameter
+it leaves out, ``maxmin.py`` for max-min, ``traffic.py`` for non-collective patterns (parameter
 server, all-to-all), ``compare.py`` for the same run on real ranks beside it, ``experiments.py``
 for chapter 5's measurements (ECMP collisions, oversubscription, hierarchy, NIC designs, scaling).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 from .. import collectives, validate
 from ..net.topology import Topology
 from .engine import SimResult, Simulator
-from .fabric import max_min, max_min_rates
+from .maxmin import max_min, max_min_rates
 
 
 def steps(collective: str, algo: str, ranks: int, nbytes: int, ranks_per_host: int | None = None,

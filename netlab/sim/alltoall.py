@@ -36,7 +36,8 @@ import functools
 
 import numpy as np
 
-from .. import cost, validate
+from ..collectives import cost
+from .. import validate
 from ..collectives import counts
 from ..net import fabrics
 from ..net.network import Link

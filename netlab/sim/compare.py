@@ -9,7 +9,8 @@ overlap they must agree (a test holds them to 1 % and the identical message patt
 """
 from __future__ import annotations
 
-from .. import cluster, cost
+from ..collectives import cost
+from ..runtime import launch
 from ..collectives import CALLS, counts, resolve
 from ..net import fabrics
 from ..net.network import Network
@@ -29,7 +30,7 @@ def side_by_side(network: Network, ranks: int, collective: str = "allreduce", al
     """Run one collective both ways; times in seconds, S in bytes (GB = 1e9 B)."""
     collective, algo = resolve(collective, algo)
     count, _, s = counts(collective, nbytes, ranks, 4)
-    res = cluster.run(_timed, collective, algo, count, ranks=ranks, network=network, timeout=timeout)
+    res = launch.run(_timed, collective, algo, count, ranks=ranks, network=network, timeout=timeout)
     real_s = max(res.values)
     topo = fabrics.from_network(network, ranks)
     r = simulate(topo, collective, algo, s, ranks, gamma=network.gamma, ranks_per_host=network.ranks_per_host,

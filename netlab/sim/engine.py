@@ -5,7 +5,7 @@ sizes instead of tensors. A step is a set of messages that start together; the n
 when the last one ends (bulk-synchronous: on a symmetric schedule this is when every rank would
 start it anyway). Inside a step:
 
-* the payloads are fluid flows that share links by max-min fairness (``fabric.py``); when flows
+* the payloads are fluid flows that share links by max-min fairness (``maxmin.py``); when flows
   finish, the rest are re-solved with the smaller set. Completions within 0.1 % of each other
   are taken as one event (a ring step's flows differ by one element at most), and a solution is
   reused whenever the same set of flows comes back -- every step of a ring is one solve.
@@ -31,10 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import cost, validate
+from ..collectives import cost
+from .. import validate
 from ..net.routing import MODES, route
 from ..net.topology import Topology
-from .fabric import FlowSet
+from .maxmin import FlowSet
 
 TOL = 1e-3                 # completions closer than this (relative) are one event
 PREFER = np.array([0, 3, 1, 2])   # tie-break by link kind (nic, fabric, intra, pcie): ports first

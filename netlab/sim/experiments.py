@@ -20,7 +20,7 @@ import functools
 
 import numpy as np
 
-from .. import cost
+from ..collectives import cost
 from ..net import fabrics
 from ..net.topology import Host
 from . import Simulator, simulate, steps

@@ -1,15 +1,15 @@
 """In-network aggregation in the flow simulator: workers stream chunks to a switch node and back.
 
-The same all-reduce as ``netlab.collectives.ina`` (SwitchML, Sapio et al., NSDI'21; SHARP, Graham
+The same all-reduce as ``netlab.codesign.ina`` (SwitchML, Sapio et al., NSDI'21; SHARP, Graham
 et al., 2016), on a ``Topology``: the aggregating switch is one of the fabric's switch nodes, each
 worker's chunks travel up its shortest path to it and the sums come back down the reverse path.
-All workers stream at once, so the up flows share links by max-min fairness (``fabric.max_min``),
+All workers stream at once, so the up flows share links by max-min fairness (``maxmin.max_min``),
 and so do the down flows; up and down use opposite directions of full-duplex links and never
 share. Each chunk of c bytes then takes alpha + c/rate up (alpha: the worker's port latency plus
 ``hop_latency`` per switch passed, as ``engine.py`` charges it), c / capacity on the switch's one
 aggregator, alpha + c/rate down; chunk j is summed once every worker's chunk j is in, and the
 three stages pipeline as a flow shop. On a non-blocking fabric (one switch, ``fabrics.star``) this
-is exactly ``netlab.cost.ina_allreduce`` (a test checks).
+is exactly ``netlab.collectives.cost.ina_allreduce`` (a test checks).
 
 Left out: rates changing while the stream runs (a fast worker that finishes early does not give
 its share to a slow one), SHARP's tree of aggregating switches (one switch sums everything here),
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from .. import cost, validate
+from ..collectives import cost
+from .. import validate
 from ..net.topology import KINDS, Topology
-from .fabric import max_min
+from .maxmin import max_min
 
 PCIE = KINDS.index("pcie")
 

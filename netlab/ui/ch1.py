@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..cluster import MAX_RANKS
+from ..runtime.pool import MAX_RANKS
 from ..data import size
 from ..figures.common import margins
 from ..figures.step import timeline
 from ..net.presets import DEVICES
-from ..step import measure_step
-from ..train import grad_bytes
+from ..dataparallel.step import measure_step
+from ..dataparallel.train import grad_bytes
 from ..units import fmt_bytes, fmt_time
 from .panel import Panel, choice, dropdown, new_figure, slider
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import cluster, cost
+from ..collectives import cost
+from ..runtime import pool
 from ..collectives.experiments import FLAT, measure, ring_snapshots
 from ..figures.collectives import contributions, time_vs_size
 from ..net.network import network
@@ -54,7 +55,7 @@ class CollectivePanel(Panel):
                  algo: str = "ring"):
         self.rows = None
         super().__init__({
-            "ranks": slider(widgets.IntSlider, ranks, 2, cluster.MAX_RANKS, description="world size"),
+            "ranks": slider(widgets.IntSlider, ranks, 2, pool.MAX_RANKS, description="world size"),
             "size": choice(SIZES, size, "message size"),
             "bandwidth": choice(["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"], bandwidth, "bandwidth"),
             "latency": choice(["1us", "2us", "5us", "10us", "50us"], latency, "latency"),

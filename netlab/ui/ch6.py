@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..fabric import ECN, PFC, incast
-from ..fabric.scenarios import default_ecn, headroom
+from ..fabric.experiments import default_ecn, headroom
 from ..figures.congestion import draw_run
 from ..units import fmt_time, parse_bandwidth, parse_bytes, parse_time
 from .panel import Panel, choice, columns, dropdown, toggle

@@ -1,14 +1,14 @@
 """Chapter 7's panel: bucket size, overlap on/off, nodes, bandwidth and latency; one bucketed step per change.
 
 Every change runs a real DDP-style step on real ranks (``step.measure_step`` with ``bucket`` and
-``overlap``) and shows, on the left, each rank's timeline with the breakdown ``netlab.analysis`` reads
+``overlap``) and shows, on the left, each rank's timeline with the breakdown ``netlab.observe.analysis`` reads
 from its trace (``figures.trace.timeline``: exposed communication and overlap fraction per rank), and
 on the right the step time against bucket size: the alpha-beta pipeline prediction
 (``overlap.pipeline_time``) as lines, and the measured steps of this network as dots, the current
 setting ringed. The curve is a prediction because measuring it would take a dozen runs per change;
 the dots say where the prediction was checked.
 
-The ``scenario`` control swaps the step for a "find the bottleneck" case (``netlab.scenarios``): the
+The ``scenario`` control swaps the step for a "find the bottleneck" case (``netlab.observe.scenarios``): the
 kind chosen, its culprit drawn from ``seed``, run on real ranks. The panel then shows what a student
 may see, never the truth: the public setup, the per-rank timeline and the sender x receiver maps
 (``figures.trace.timeline``, ``peer_matrix``), and beside them the analysis (breakdown, HTA's
@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import analysis, buckets, scenarios, train, validate
-from ..cluster import MAX_RANKS
+from ..observe import analysis, scenarios
+from ..dataparallel import buckets, train
+from .. import validate
+from ..runtime.pool import MAX_RANKS
 from ..data import size
 from ..figures.trace import bucket_curve, peer_matrix, timeline
 from ..net.network import network
 from ..net.presets import device
-from ..overlap import pipeline_time
-from ..step import measure_step
+from ..dataparallel.overlap import pipeline_time
+from ..dataparallel.step import measure_step
 from ..units import fmt_time
 from .panel import Panel, choice, dropdown, new_figure, slider, toggle
 

@@ -20,7 +20,8 @@ import functools
 
 import numpy as np
 
-from .. import cost, sim, validate
+from ..collectives import cost
+from .. import sim, validate
 from ..net import fabrics
 from ..net.network import Link
 from ..sim.placement import leaf_of, place

@@ -19,7 +19,7 @@ def _nearest(value: float, targets) -> int:
 
 def ch1(path=None) -> Prediction:
     def measure():
-        from ..step import measure_step
+        from ..dataparallel.step import measure_step
         r4, r8 = (measure_step(ranks=p, bandwidth="10Gbit/s", latency="5us", width=512) for p in (4, 8))
         c4, c8 = r4.comm_s, r8.comm_s
         sent = [r.trace.summary()[0]["bytes_sent"] / r.grad_bytes for r in (r4, r8)]
@@ -45,7 +45,7 @@ def ch1(path=None) -> Prediction:
 def ch2(path=None) -> Prediction:
     def measure():
         import netlab
-        from ..bench import bench
+        from ..collectives.bench import bench
         net, size = netlab.network("100Gbit/s", "5us"), 16 << 20
         t = {(a, p): bench("allreduce", a, p, [size], net)[0]["time_s"] for a in ("naive", "ring") for p in (2, 8)}
         naive, ring = t["naive", 8] / t["naive", 2], t["ring", 8] / t["ring", 2]
@@ -169,7 +169,7 @@ def ch6(rounds: int = 1, path=None) -> Prediction:
 
 def ch7(path=None) -> Prediction:
     def measure():
-        from ..step import measure_step
+        from ..dataparallel.step import measure_step
         shape, net = dict(width=256, layers=4, batch=256), dict(bandwidth="10Gbit/s", latency="50us")
         one = measure_step(ranks=4, bucket=10**12, overlap=True, **net, **shape)
         two = measure_step(ranks=4, bucket=300_000, overlap=True, **net, **shape)
@@ -201,7 +201,7 @@ def ch8_ina(path=None) -> Prediction:
     """Chapter 8, section 1: the switch's all-reduce against the ring's at large p (closed forms, both
     checked against real ranks in the chapter's next cell)."""
     def measure():
-        from .. import cost
+        from ..collectives import cost
         from ..net.network import network
         nic, s, p, k = network("100Gbit/s", "5us").nic, 64 << 20, 64, 16
         ring, ina = cost.ring_allreduce(p, s, nic), cost.ina_allreduce(p, s, nic, chunks=k)
@@ -232,7 +232,7 @@ def _least_of_three(bandwidth: str, field: str, label: str, fmt):
     """(measure, correct) for "which of dp, tp, pp has the least `field`": one run of each on
     `bandwidth`, and the index of the least in ``parallel.MODES`` order (the options' order)."""
     def measure():
-        from ..parallel import MODES, measure
+        from ..codesign.parallel import MODES, measure
         shape = dict(ranks=4, latency="50us", width=256, layers=4, micro_batches=4)
         value = {m: getattr(measure(m, bandwidth=bandwidth, batch=256, **shape), field) for m in MODES}
         return {"value": value, "text": f"{label}, 4 ranks: " + ", ".join(f"{m} {fmt(v)}" for m, v in value.items())}

@@ -1,0 +1,104 @@
+"""Experiments of chapter 6 on real ranks over the fabric: one incast round, and step-time jitter of
+real training beside another job's traffic.
+
+``incast_on_ranks`` is one parameter-server push (every rank but 0 sends a block to rank 0 at once)
+through the switch, so the chapter can set its round beside the packet model's.
+
+Chapter 6's ``fabric.experiments.jitter`` times model rounds (synchronized bursts into one port). This is
+the same question asked of real training: ``ranks`` gloo ranks run ``train.fit`` (forward and
+backward charged by FLOPs, a ring all-reduce of the real gradient, the optimizer step) on a
+congestion fabric whose rank-0 port also carries another job's seeded Poisson flows
+(``Congestion(background=...)``), once per transport. Each step's time is the slowest rank's clock
+at the end of the step minus that at the end of the one before; p50, p99 and max summarise them.
+
+Transports and their switch settings follow ``fabric.experiments.jitter``: DCTCP with its K, DCQCN with its
+RED marking and PFC (RoCE is deployed lossless), Reno with drop-tail; "ideal" is a paced sender
+with the same buffer (it still drops when the other job fills the port).
+
+Left out: more than one job of real ranks (the other job is traffic only), and per-step compute
+noise (every step's compute is the same FLOPs; the spread is the network's).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dataparallel import train
+from .. import validate
+from ..runtime import launch, pool
+from ..net.network import network
+from ..net.presets import device as make_device
+from ..units import parse_bytes, parse_time
+from ..fabric.congestion import Congestion
+from ..fabric.experiments import default_ecn
+from ..fabric.switch import PFC, pfc_headroom
+
+TRANSPORTS = ("ideal", "reno", "dctcp", "dcqcn")
+
+
+def _steps(comm, steps: int, width: int, batch: int):
+    """Train `steps` steps with a ring all-reduce; this rank's clock after each step."""
+    fit = train.fit(comm, steps=steps, width=width, batch=batch, eval_every=1, eval_from=0,
+                    sync=train.allreduce_sync("ring"))
+    return fit.history["time_s"]
+
+
+def spec_for(transport: str, *, bandwidth: float, latency: float, buffer, background: float, rto_min,
+             seed: int) -> Congestion:
+    """The switch settings a transport runs with here (as ``fabric.experiments.jitter``)."""
+    room = pfc_headroom(bandwidth, latency / 2)
+    if transport == "dcqcn" and buffer <= room:
+        raise ValueError(f"buffer: {buffer:,.0f} bytes cannot hold DCQCN's PFC headroom ({room:,.0f} bytes at this "
+                         f"bandwidth and latency); give a larger buffer")
+    pfc = PFC(buffer - room) if transport == "dcqcn" else None
+    return Congestion(transport, buffer=buffer, ecn=default_ecn(transport, bandwidth), pfc=pfc, rto_min=rto_min,
+                      background=background, seed=seed)
+
+
+def step_jitter(*, transports=TRANSPORTS, ranks: int = 3, steps: int = 12, width: int = 64, batch: int = 32,
+                bandwidth="1Gbit/s", latency="20us", buffer="32K", background: float = 0.5, rto_min="200ms",
+                seed: int = 0) -> dict:
+    """{transport: {"times": step times (s), "p50", "p99", "max", "mean", "fabric": the run's summary}}."""
+    for name in transports:
+        validate.choice(name, "transports", TRANSPORTS)
+    pool.check_ranks(ranks)
+    steps = validate.whole(steps, "steps", 2, 10_000)
+    train.check_model(width, 2)
+    validate.whole(batch, "batch", 1, 4096, int_only=True)
+    bw = validate.bandwidth(bandwidth) if isinstance(bandwidth, str) else validate.positive(bandwidth, "bandwidth")
+    lat = parse_time(latency, "latency")
+    buf = parse_bytes(buffer, "buffer")
+    specs = {name: spec_for(name, bandwidth=bw, latency=lat, buffer=buf, background=background, rto_min=rto_min,
+                            seed=seed) for name in transports}            # every setting checked before any run
+    out = {}
+    for name, spec in specs.items():
+        res = launch.run(_steps, steps, width, batch, ranks=ranks, network=network(bw, lat, congestion=spec),
+                          device=make_device("cpu-core", 0.5))
+        ends = np.max(np.asarray(res.values), axis=0)               # the slowest rank, step by step
+        times = np.diff(np.concatenate([[0.0], ends]))
+        out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                     "max": float(times.max()), "mean": float(times.mean()), "fabric": res.fabric,
+                     "describe": spec.describe()}
+    return out
+
+
+# ---- one parameter-server push (an incast round) on real ranks -----------------------------------
+def _push(comm, block: int):
+    """Rank 0 is the server; every other rank pushes `block` bytes to it at once (one incast round)."""
+    import torch
+    if comm.rank == 0:
+        shards = [torch.empty(block // 4) for _ in range(comm.world_size - 1)]
+        comm.wait(*[comm.irecv(shard, src) for src, shard in zip(range(1, comm.world_size), shards)])
+        if not all(float(shard[0]) == src for src, shard in zip(range(1, comm.world_size), shards)):
+            raise RuntimeError("a pushed shard arrived wrong")
+    else:
+        comm.send(torch.full((block // 4,), float(comm.rank)), 0)
+    return comm.now()
+
+
+def incast_on_ranks(senders: int, block, bandwidth, latency, congestion: Congestion) -> tuple[float, dict]:
+    """One parameter-server push on senders + 1 real gloo ranks through the fabric: (round s, summary)."""
+    block = parse_bytes(block, "block")
+    if block % 4:
+        raise ValueError(f"block: a whole number of float32s (a multiple of 4 bytes), got {block}")
+    res = launch.run(_push, block, ranks=senders + 1, network=network(bandwidth, latency, congestion=congestion))
+    return res.values[0], res.fabric

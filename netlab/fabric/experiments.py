@@ -1,0 +1,380 @@
+"""The chapter's experiments on the packet fabric: incast rounds, long flows through one port, a PFC victim.
+
+* ``incast``: the barrier-synchronized read of Phanishayee et al. (FAST'08) and Vasudevan et al.
+  (SIGCOMM'09), and a parameter server's push: N senders each send a block to one receiver through
+  one switch port; a round ends when the receiver has every block, and the next round starts then.
+  Optional background traffic from another job shares the receiver's port (Poisson arrivals, seeded).
+* ``long_flows``: N long-lived flows through one bottleneck port, for DCTCP's queue sawtooth
+  (SIGCOMM'10 section 3.3) and loss-based TCP filling the buffer.
+* ``victim``: the DCQCN-validation scenario (H1->R1 and H2->R2 cross the link S1->S2; hosts on S2
+  send an incast to R2): with PFC the pause of S1->S2 stops H1->R1, which never goes near R2.
+
+Defaults: 1500-byte packets, 25 us per link, so a 2-link path has a base RTT of 100 us plus
+serialization (Vasudevan's SAN RTTs were 100-700 us).
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import transport as tp
+from .congestion import Congestion
+from ..validate import whole as validate_whole
+from .engine import Fabric, Flow
+from .rdma import DCQCN_RED
+from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
+
+LINK_DELAY = 25e-6     # s per link
+
+
+def check_settings(senders=1, block=1, bandwidth=1.0, buffer=None, transport="reno", rto_min=tp.RTO_MIN,
+             rounds=1, ecn=None, pfc=None, link_delay=LINK_DELAY) -> None:
+    """One clear error naming the parameter, before anything runs."""
+    if not (isinstance(senders, (int, np.integer)) and senders >= 1):
+        raise ValueError(f"senders: must be a whole number >= 1, got {senders!r}")
+    if not (isinstance(rounds, (int, np.integer)) and rounds >= 1):
+        raise ValueError(f"rounds: must be a whole number >= 1, got {rounds!r}")
+    if not block > 0:
+        raise ValueError(f"block: must be greater than zero bytes, got {block!r}")
+    if not bandwidth > 0:
+        raise ValueError(f"bandwidth: must be greater than zero, got {bandwidth!r}")
+    if buffer is not None and not buffer >= 0:
+        raise ValueError(f"buffer: must be zero or more bytes, got {buffer!r}")
+    if buffer is not None and buffer < MTU and pfc is None:
+        raise ValueError(f"buffer: must hold at least one {MTU}-byte packet, got {buffer!r}")
+    if transport not in tp.TRANSPORTS:
+        raise ValueError(f"transport: must be one of {', '.join(tp.TRANSPORTS)}, got {transport!r}")
+    if not rto_min > 0:
+        raise ValueError(f"rto-min: must be greater than zero, got {rto_min!r}")
+    if pfc is not None:
+        pfc.check(buffer, bandwidth, link_delay)
+
+
+@dataclass
+class Run:
+    """What a fabric run observed: the fabric (ports with queue traces), its flows, round times."""
+    fabric: Fabric
+    flows: list
+    bottleneck: str
+    rounds: list = field(default_factory=list)      # s, completion time of each round
+    payload: int = 0                                 # bytes the measured flows carried
+    wall_s: float = 0.0
+    complete: bool = True                            # False: stopped at its event limit, rounds unfinished
+
+    def delivered(self) -> int:
+        """Bytes the receivers had in order when the run ended (all of them if it is complete)."""
+        return sum(f.rx_bytes[-1] for f in self.flows if not f.name.startswith("bg"))
+
+    @property
+    def port(self):
+        return self.fabric.ports[self.bottleneck]
+
+    def queue(self, port: str | None = None):
+        """(times s, queue bytes): the port's queue as a step function."""
+        p = self.fabric.ports[port or self.bottleneck]
+        return np.asarray(p.q_t), np.asarray(p.q_bytes)
+
+    def totals(self) -> dict:
+        ports = self.fabric.ports.values()
+        flows = [f for f in self.flows if f.sender is not None]
+        return {"drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
+                "pause_s": sum(p.paused_seconds() for p in ports),
+                "timeouts": sum(f.sender.timeouts for f in flows),
+                "retransmissions": sum(f.sender.retransmissions for f in flows)}
+
+    def summary(self) -> dict:
+        total = sum(self.rounds)
+        times = np.asarray(self.rounds) if self.rounds else np.asarray([math.nan])
+        return {"goodput_Bps": self.payload / total if total else math.nan,
+                "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                                 "max": float(times.max())},
+                "rounds": len(self.rounds), **self.totals(), "events": self.fabric.events, "wall_s": self.wall_s}
+
+
+def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
+    """A flow's delivered rate (bytes/s) in ``bins`` equal intervals of [t0, t1]: (bin centres, rates)."""
+    edges = np.linspace(t0, t1, bins + 1)
+    delivered = np.interp(edges, np.asarray(flow.rx_t), np.asarray(flow.rx_bytes))
+    return (edges[:-1] + edges[1:]) / 2, np.diff(delivered) / np.diff(edges)
+
+
+def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool, burst=None):
+    """hosts NICs -> one switch -> one port toward the receiver (a tbf-like token bucket with ``burst``)."""
+    sw = fab.switch("tor", pfc=pfc, shared_buffer=(buffer if shared else None))
+    nics = [fab.port(f"h{i}.nic", bandwidth, link_delay) for i in range(hosts)]
+    if burst is None:
+        down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn, sw)
+    else:
+        down = fab.ports["tor->rx"] = TokenBucketPort(fab, "tor->rx", bandwidth, link_delay,
+                                                       None if shared else buffer, ecn, sw, burst=burst)
+    return nics, down
+
+
+@dataclass(frozen=True, kw_only=True)
+class Incast:
+    """An incast, as ``run_incast`` runs it: ``rounds`` barrier-synchronized rounds of ``senders`` x
+    ``block`` bytes into one switch port toward the receiver, every link at ``bandwidth`` (bytes/s) with
+    ``link_delay`` (s). ``switch`` is the switch between them, the same ``Congestion`` that
+    ``netlab.network(congestion=...)`` takes for real ranks: its transport, buffer per port, ECN, PFC,
+    RTOmin, receive window, another job's ``background`` load (Poisson arrivals of ``background_size``
+    bytes from one more host into the receiver's port) and ``seed``.
+
+    ``shared_buffer``: the switch's buffer is one pool shared by its ports. ``burst`` (bytes) makes the
+    receiver's port a token bucket as Linux's tbf (``switch.TokenBucketPort``). ``persistent``: each
+    sender keeps one connection across rounds (window-based transports with ``resume``): its window,
+    ssthresh and RTT estimate carry over to its next round's block. ``delayed_ack`` (s; the Linux
+    testbed's model sets it): the receivers ACK every second in-order segment, with that delayed-ACK
+    timer, as Linux's do (``engine.Flow``); None, every packet ACKed at once. ``transport_options``:
+    further keywords for each sender (``transport.make``; e.g. ``linux=True``). ``time_limit``: the
+    virtual seconds the rounds must finish in.
+    """
+    senders: int = 16
+    block: int = 256 * 1024
+    rounds: int = 1
+    bandwidth: float = 1e9 / 8
+    link_delay: float = LINK_DELAY
+    switch: Congestion = Congestion("reno", buffer=64 * 1024, rto_min=tp.RTO_MIN)
+    shared_buffer: bool = False
+    burst: int | None = None
+    persistent: bool = False
+    delayed_ack: float | None = None
+    transport_options: dict | None = None
+    time_limit: float = 600.0
+
+    def __post_init__(self):
+        sw = self.switch
+        if not isinstance(sw, Congestion):
+            raise ValueError(f"switch: must be a netlab.fabric.Congestion, got {sw!r}")
+        if sw.switched or sw.storm is not None:
+            raise ValueError("switch: an incast runs on chapter 6's one switch (no topology, planes, trimming "
+                             "or pause storm)")
+        check_settings(self.senders, self.block, self.bandwidth, sw.buffer, sw.transport, sw.rto_min, self.rounds,
+                 sw.ecn, sw.pfc, self.link_delay)
+        if self.delayed_ack is not None and not self.delayed_ack > 0:
+            raise ValueError(f"delayed_ack: must be greater than zero seconds, got {self.delayed_ack!r}")
+        if self.delayed_ack is not None and tp.TRANSPORTS[sw.transport].rate_based:
+            raise ValueError(f"delayed_ack: for window-based transports only, not {sw.transport!r}")
+
+
+def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 8, buffer=64 * 1024,
+           transport: str = "reno", rto_min: float = tp.RTO_MIN, rounds: int = 1, ecn: ECN | None = None,
+           pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
+           background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
+           window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
+           persistent: bool = False, burst: int | None = None, event_limit: int | None = None,
+           delayed_ack: float | None = None, progress=None) -> Run:
+    """``run_incast`` of the ``Incast`` these keywords describe (the switch's as ``Congestion``'s, the
+    rest as ``Incast``'s); ``event_limit`` and ``progress`` as ``run_incast``'s."""
+    check_settings(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
+    if not 0 <= background < 1:
+        raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
+    if window is not None and tp.takes_window(transport) and not window >= MTU:
+        raise ValueError(f"window: must be at least one {MTU}-byte packet, got {window!r}")
+    switch = Congestion(transport, buffer=buffer, ecn=ecn, pfc=pfc, rto_min=rto_min, window=window, seed=seed,
+                        background=background, background_size=background_size)
+    config = Incast(senders=senders, block=block, rounds=rounds, bandwidth=bandwidth, link_delay=link_delay,
+                    switch=switch, shared_buffer=shared_buffer, burst=burst, persistent=persistent,
+                    delayed_ack=delayed_ack, transport_options=transport_options, time_limit=time_limit)
+    return run_incast(config, event_limit=event_limit, progress=progress)
+
+
+def run_incast(config: Incast, *, event_limit: int | None = None, progress=None) -> Run:
+    """Run ``config``'s incast on the packet fabric: one ``Fabric``, a star of ``senders + 1`` hosts.
+
+    ``window`` (the switch's) is each TCP receiver's advertised window in bytes (default Linux's initial
+    64 KB, from tcp_rmem's 128 KB default buffer, kept fixed: Linux grows it by autotuning up to
+    tcp_rmem's maximum; None: unlimited), so N x window is what the senders can have in flight at once.
+    ``event_limit``: stop after that many events even if the rounds have not finished (the run is
+    then ``complete`` False: what happened so far), to bound the wall time of an interactive answer.
+    ``progress``: called now and then (every 4,096 events, and once at the end) with the bytes the
+    receiver has in order so far, out of ``senders * block * rounds`` (a progress bar's count);
+    the events run are the same with or without it.
+    """
+    import time
+    sw = config.switch
+    senders, block, rounds, bandwidth = config.senders, config.block, config.rounds, config.bandwidth
+    buffer, transport, rto_min, seed, background = sw.buffer, sw.transport, sw.rto_min, sw.seed, sw.background
+    ecn, pfc, window, background_size = sw.ecn, sw.pfc, sw.window, sw.background_size
+    link_delay, shared_buffer, burst, delayed_ack = config.link_delay, config.shared_buffer, config.burst, \
+        config.delayed_ack
+    persistent, time_limit, transport_options = config.persistent, config.time_limit, config.transport_options
+    wall = time.perf_counter()
+    fab = Fabric(seed)
+    nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst)
+    run = Run(fab, [], down.name)
+    options = dict(transport_options or {})
+    if window is not None and tp.takes_window(transport):
+        options.setdefault("max_window", window)
+    state = {"round": 0, "left": 0, "start": 0.0}
+
+    def start_round(_=None):
+        state["left"], state["start"] = senders, fab.now
+        for i in range(senders):
+            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now,
+                                            on_done=flow_done)
+            flow.delayed_ack = delayed_ack
+            sender = tp.make(transport, flow, rto_min, **options)
+            if persistent and state["round"] > 0 and hasattr(sender, "resume"):
+                sender.resume(run.flows[-senders].sender)
+            fab.add_flow(flow, sender)
+            run.flows.append(flow)
+
+    def flow_done(flow):
+        state["left"] -= 1
+        if state["left"] == 0:
+            run.rounds.append(fab.now - state["start"])
+            state["round"] += 1
+            if state["round"] < rounds:
+                start_round()
+
+    fab.schedule(0.0, start_round)
+    if background > 0:
+        rng = random.Random(seed)
+        gap = background_size / (background * bandwidth)            # s between arrivals (mean)
+
+        def arrival(_=None):
+            if state["round"] >= rounds:
+                return
+            flow = tp.flow_class(transport)(fab, f"bg{len(fab.flows)}", [nics[senders], down], background_size,
+                                            fab.now)
+            fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
+            fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
+        fab.schedule(rng.expovariate(1 / gap), arrival)
+    if event_limit is not None:
+        event_limit = validate_whole(event_limit, "event_limit", 1)
+    stop = lambda: state["round"] >= rounds                         # noqa: E731
+    if progress is not None:
+        ticks = [0]
+
+        def stop():
+            ticks[0] += 1
+            if not ticks[0] & 4095:
+                current = run.flows[-senders:] if state["round"] < rounds else []
+                progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
+            return state["round"] >= rounds
+    fab.run(time_limit, stop=stop, max_events=event_limit)
+    if progress is not None:
+        current = run.flows[-senders:] if state["round"] < rounds else []
+        progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
+    if state["round"] < rounds and event_limit is not None and fab.events >= event_limit:
+        run.complete = False
+    elif state["round"] < rounds:
+        raise RuntimeError(f"incast: only {state['round']} of {rounds} rounds finished in {time_limit} s of virtual time")
+    run.payload = senders * block * rounds
+    run.wall_s = time.perf_counter() - wall
+    return run
+
+
+def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, buffer=None, transport: str = "dctcp",
+               ecn: ECN | None = None, duration: float = 0.02, link_delay: float = LINK_DELAY,
+               rto_min: float = tp.RTO_MIN, seed: int = 0, loss: float = 0.0) -> Run:
+    """n flows that never end, for ``duration`` seconds, through one port (a dumbbell); ``loss``: the
+    probability that the port's link loses a packet (independent, seeded), as for Mathis et al.'s relation."""
+    import time
+    check_settings(n, 1, bandwidth, buffer, transport, rto_min, 1, ecn, None, link_delay)
+    if not 0 <= loss < 1:
+        raise ValueError(f"loss: must be a probability in [0, 1), got {loss!r}")
+    wall = time.perf_counter()
+    fab = Fabric(seed)
+    nics, down = _star(fab, n, bandwidth, buffer, ecn, None, link_delay, False)
+    down.loss = float(loss)
+    run = Run(fab, [], down.name)
+    for i in range(n):
+        flow = Flow(fab, f"f{i}", [nics[i], down], 10**15, 0.0)
+        fab.add_flow(flow, tp.make(transport, flow, rto_min))
+        run.flows.append(flow)
+    fab.run(duration)
+    run.wall_s = time.perf_counter() - wall
+    return run
+
+
+def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 / 8, buffer=200_000,
+           incast_senders: int = 15, incast_start: float = 1e-3, incast_length: float = 1e-3,
+           duration: float = 6e-3, ecn: ECN | None = ECN(5_000, 100_000, 0.01), link_delay: float = 2e-6,
+           xoff: float | None = None, trunk: float = 2.0, rto_min: float = 1e-3, seed: int = 0) -> Run:
+    """F1: H1->R1 and F2: H2->R2 over S1->S2; ``incast_senders`` hosts on S2 blast R2 for ``incast_length``.
+
+    The incast hosts each send at line rate for the incast's length (DCQCN-validation's 15 hosts x
+    4 KB messages for 1 ms). The link S1->S2 is ``trunk`` times faster than the hosts' links, so
+    F1 and F2 both run at line rate until the incast. Buffers are per port; PFC's Xoff defaults to
+    half the buffer.
+    """
+    import time
+    wall = time.perf_counter()
+    control = PFC(xoff if xoff is not None else buffer / 2) if pfc else None
+    check_settings(incast_senders, 1, bandwidth, buffer, transport, rto_min, 1, ecn, control, link_delay)
+    fab = Fabric(seed)
+    s1 = fab.switch("S1", pfc=control)
+    s2 = fab.switch("S2", pfc=control)
+    h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
+    trunk = fab.port("S1->S2", trunk * bandwidth, link_delay, buffer, ecn, s1)
+    to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn, s2)
+    to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn, s2)
+    run = Run(fab, [], "S2->R2")
+    for name, nic, down in (("F1 (H1->R1)", h1, to_r1), ("F2 (H2->R2)", h2, to_r2)):
+        flow = Flow(fab, name, [nic, trunk, down], 10**15, 0.0)
+        fab.add_flow(flow, tp.make(transport, flow, rto_min))
+        run.flows.append(flow)
+    block = int(bandwidth * incast_length)
+    for i in range(incast_senders):
+        nic = fab.port(f"H{i + 3}.nic", bandwidth, link_delay)
+        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, incast_start)
+        fab.add_flow(flow, tp.make(transport, flow, rto_min))
+        run.flows.append(flow)
+    fab.run(duration)
+    run.wall_s = time.perf_counter() - wall
+    return run
+
+
+def headroom(bandwidth: float, link_delay: float = LINK_DELAY) -> float:
+    """The PFC headroom a link needs (bytes), for choosing Xoff = buffer - headroom."""
+    return pfc_headroom(bandwidth, link_delay)
+
+
+def default_ecn(transport: str, bandwidth: float) -> ECN | None:
+    """The marking a transport expects when none is given: DCTCP's K from Linux's dctcp.txt heuristic
+    (20 packets at 1 Gbit/s, 65 at 10 Gbit/s, in proportion above), DCQCN's RED from its paper
+    (Kmin 5 KB, Kmax 200 KB, Pmax 1 %); loss-based TCP and the ideal sender need none."""
+    if transport == "dctcp":
+        packets = 20 if bandwidth <= 1e9 / 8 else max(20, round(65 * bandwidth / (10e9 / 8)))
+        return ECN.dctcp(packets * MTU)
+    if transport == "dcqcn":
+        return DCQCN_RED
+    return None
+
+
+def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int = 4, block: int = 64 * 1024,
+           bandwidth: float = 1e9 / 8, buffer=64 * 1024, rto_min: float = tp.RTO_MIN, background: float = 0.3,
+           pfc: bool = False, seed: int = 0, keep_runs: bool = False, event_limit: int | None = None,
+           progress=None) -> dict:
+    """Round (step) times of synchronized bursts sharing the port with another job's seeded traffic.
+
+    DCQCN always runs with PFC (RoCE is deployed lossless); ``pfc`` adds it for the others too.
+
+    Returns {transport: {"times": array of s, "p50", "p99", "max", "mean", "ideal"}}; "ideal" is the
+    round a lossless, unshared port would take (N x block / B). ``keep_runs`` adds each transport's
+    whole run under "run" (its fabric, flows and traces: about 15 MB per transport at 40 rounds, which
+    a notebook kernel would otherwise keep for as long as it holds the result).
+    ``event_limit``: each transport's run stops there; a run it stops is refused (``ValueError``
+    naming rounds). ``progress``: as ``incast``'s, counting every transport's bytes one after another.
+    """
+    out = {}
+    for i, name in enumerate(transports):
+        control = PFC(buffer - headroom(bandwidth)) if pfc or name == "dcqcn" else None
+        before = i * senders * block * rounds
+        tick = None if progress is None else (lambda done, before=before: progress(before + done))
+        run = incast(senders, block, bandwidth, buffer, name, rto_min, rounds, default_ecn(name, bandwidth),
+                     control, background=background, seed=seed, event_limit=event_limit, progress=tick)
+        if not run.complete:
+            raise ValueError(f"rounds: {name} finished {len(run.rounds)} of {rounds} rounds within "
+                             f"{event_limit:,} events, the most one run may take; ask for fewer rounds")
+        times = np.asarray(run.rounds)
+        out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                     "max": float(times.max()), "mean": float(times.mean()),
+                     "ideal": senders * block / bandwidth}
+        if keep_runs:
+            out[name]["run"] = run
+    return out
