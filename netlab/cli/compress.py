@@ -62,6 +62,9 @@ def options_for(method: str, args) -> dict:
 
 
 def main(args) -> int:
+    # A command line, unlike a notebook kernel, can afford torch: with it imported here the method's options
+    # are checked in this process (compress/config.py), so a bad --ratio is refused before any rank starts.
+    import torch  # noqa: F401
     from ..compress import pays
     from ..compress.codec_cost import describe_codec
     from ..compress.training import run_training
