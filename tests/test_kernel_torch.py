@@ -51,7 +51,7 @@ CALLS = {
         'r = step_jitter(transports=("dctcp",), ranks=2, steps=2)\n'
         'assert len(r["dctcp"]["times"]) == 2',
     "07_observability.ipynb":
-        'from netlab import buckets as _b\n'
+        'from netlab.dataparallel import buckets as _b\n'
         'prof = _b.backward_profile(64, 2, 16)\n'
         'assert prof.total_flops > prof.forward_flops > 0 and sorted(prof.order) == list(range(len(prof.order)))\n'
         'panel = Ch7Panel(ranks=2)\n'

@@ -1,6 +1,6 @@
 """Find the bottleneck: prepared scenarios that run on real ranks, each with a hidden culprit.
 
-    from netlab import scenarios
+    from netlab.observe import scenarios
     out = scenarios.draw(seed)               # picks a scenario and its culprit from the seed, runs it
     out.trace, out.setup                     # what the student sees: a trace and the public setup
     out.truth                                # what the grader knows: {"kind": "slow_link", "rank": 2, ...}
