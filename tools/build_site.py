@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 SRC, EXEC, OUT, JB_OUT = BUILD / "site-src", BUILD / "site-exec", BUILD / "site", BUILD / "site-jb"   # see --out
-DOCS = ("course", "instructors", "architecture", "fabric", "scenarios")       # in this order, when present
+DOCS = ("course", "instructors", "challenge", "architecture", "fabric", "scenarios")       # in this order, when present
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 LIVE_NOTE = ("This panel needs a running kernel to move: it shows the last figure it drew when this page was "
