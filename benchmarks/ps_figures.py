@@ -51,7 +51,7 @@ def main() -> None:
         M = mixed["model_bytes"]
         plain = ps.run_ps(workers=8, servers=k, sharding="range", steps=1, width=512, bandwidth=BW, latency=LAT,
                           eval_every=0)
-        ring = cost.time("allreduce", "ring", 8, M, net)
+        ring = cost.time("allreduce", "ring", 8, M, network=net)
         print(f"   k={k}: BytePS hybrid {mixed['comm_s'] * 1e3:7.3f} ms (optimum {formulas.byteps_time(8, k, M, B) * 1e3:.3f}), "
               f"PS on {k} servers {plain.comm_s * 1e3:7.3f} ms (formula {formulas.ps_time(8, k, M, B) * 1e3:.3f}), "
               f"ring all-reduce {ring * 1e3:7.3f} ms (closed form)")

@@ -105,7 +105,7 @@ def writable_file(path, name: str) -> str:
     return str(path)
 
 
-def too_big(name: str, estimate: float, limit: float, what: str, unit: str = "") -> None:
+def too_big(name: str, estimate: float, limit: float, what: str, *, unit: str = "") -> None:
     """Refuse a setting whose estimate (bytes, events, hosts) exceeds what the machine can do."""
     if estimate > limit:
         raise ValueError(f"{name}: too large: {what} ~{estimate:.3g}{unit}, more than the {limit:.3g}{unit} "

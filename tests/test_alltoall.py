@@ -50,7 +50,7 @@ def test_virtual_time_is_p_minus_one_blocks_each_way(algo):
             res = netlab.run(_timed, algo, s // 4, ranks=p, network=NET)
             by_hand = (p - 1) * (5e-6 + s / p / 12.5e9)                 # (p-1)(alpha + S/(pB)), typed out
             assert max(res.values) == pytest.approx(by_hand, rel=1e-6)
-            assert cost.time("alltoall", algo, p, s, NET) == pytest.approx(by_hand, rel=1e-12)
+            assert cost.time("alltoall", algo, p, s, network=NET) == pytest.approx(by_hand, rel=1e-12)
 
 
 def test_bench_reports_nccl_tests_busbw_and_checks_against_torch():

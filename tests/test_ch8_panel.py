@@ -20,7 +20,7 @@ def png(panel):
 
 def by_hand(pattern, ratio, placement, hosts, nbytes, bw=12.5e9, a=5e-6, ports=8):
     """The chosen setting counted by hand on 4 leaves of 8: which ranks share a leaf, what leaves it."""
-    leaf = [slot // ports for slot in place(fabrics.spine_leaf(4, 2, ratio, ports, Link(bw, a)), hosts, placement)]
+    leaf = [slot // ports for slot in place(fabrics.spine_leaf(4, 2, ratio, ports, nic=Link(bw, a)), hosts, placement)]
     p, uplink = hosts, ports * bw / ratio
     if pattern == "all-to-all":
         m = nbytes // 4 // p * 4                                # whole float blocks
@@ -48,7 +48,7 @@ def test_every_cell_of_the_grid_is_the_simulator_and_the_closed_form(pattern):
 
 def test_the_panel_shows_the_simulated_setting():
     panel = Ch8Panel(pattern="all-to-all", ratio=4, placement="packed", hosts=32, size="16M", bandwidth="100Gbit/s")
-    topo = fabrics.spine_leaf(4, 2, 4, 8, Link(12.5e9, 5e-6))
+    topo = fabrics.spine_leaf(4, 2, 4, 8, nic=Link(12.5e9, 5e-6))
     ref = sim.simulate(topo, "alltoall", "concurrent", parse_bytes("16M"), 32, placement=place(topo, 32, "packed"),
                        routing="spray")
     assert panel.error is None and panel.last["chosen"]["time_s"] == ref.time_s

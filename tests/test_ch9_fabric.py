@@ -48,7 +48,7 @@ def test_every_shortest_path_is_found_and_ecmp_takes_chapter_5s_route():
     same_pod = net.link_ids(int(topo.endpoints[0]), int(topo.endpoints[2]))
     assert len(same_pod) == 2                                          # through either aggregation switch
     for seed in range(5):
-        chosen = routing.route(topo, [a], [b], "ecmp", seed).path(0)
+        chosen = routing.route(topo, [a], [b], "ecmp", seed=seed).path(0)
         assert ids[net.ecmp_index(a, b, seed)] == chosen
 
 
@@ -65,7 +65,7 @@ def test_ecmp_collisions_and_spraying_against_the_flow_simulators_max_min_and_li
     spray = E.ring_step(None, block, topology_spec="fattree:4", transport="nscc", multipath="spray", seed=0)
     topo = ecmp.network.topology
     pairs = E.ring_pairs(topo, topo.size, "shuffled", 0)
-    r = routing.route(topo, topo.endpoints[[a for a, _ in pairs]], topo.endpoints[[b for _, b in pairs]], "ecmp", 0)
+    r = routing.route(topo, topo.endpoints[[a for a, _ in pairs]], topo.endpoints[[b for _, b in pairs]], "ecmp", seed=0)
     flows = [[str(l) for l in r.path(f)] for f in range(len(pairs))]
     rates = max_min_rates(flows, {str(l): float(topo.capacity[l]) for l in np.unique(r.link)})
     flow_model = block / min(rates)                                  # the slowest flow's time, max-min fair
@@ -78,13 +78,13 @@ def test_ecmp_collisions_and_spraying_against_the_flow_simulators_max_min_and_li
 # ---- trimming ------------------------------------------------------------------------------------------
 def _trim_setup(buffer_packets=2, arrivals=5):
     fab = Fabric(0, jitter=0.0)
-    port = TrimmingPort(fab, "sw->rx", GBIT, 0.0, buffer_packets * 1500, switch=fab.switch("sw"))
+    port = TrimmingPort(fab, "sw->rx", GBIT, 0.0, buffer=buffer_packets * 1500, switch=fab.switch("sw"))
     fab.ports[port.name] = port
     flow = UnorderedFlow(fab, "f", [port], arrivals * 1500, 0.0)
     got = []
     flow.receive = got.append
     for seq in range(arrivals):
-        port.enqueue(Packet(flow, seq, 1500, True, 0, 0.0))
+        port.enqueue(Packet(flow, seq, 1500, True, prio=0, sent_at=0.0))
     fab.run()
     return port, got
 

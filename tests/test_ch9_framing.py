@@ -71,7 +71,7 @@ def test_the_port_model_with_framing_gives_the_ring_closed_form_and_acks_cost_an
     n = 1 << 20
     net = netlab.network("1Gbit/s", "10us", framing="tcp")
     ring = netlab.run(_ring, n, ranks=4, network=net)
-    assert max(ring.values) == pytest.approx(ring_allreduce(4, n, GBIT, 10e-6, Framing("tcp")), rel=1e-9)
+    assert max(ring.values) == pytest.approx(ring_allreduce(4, n, GBIT, 10e-6, framing=Framing("tcp")), rel=1e-9)
     push = netlab.run(_incast, n, ranks=4, network=net)
     assert push.values[0] == pytest.approx(3 * (10e-6 + Framing("tcp").wire(n) / GBIT), rel=1e-9)   # no ACK time
     # the launcher's port model (Congestion() with no switch) books the same ports: the same times

@@ -75,7 +75,7 @@ def test_step_times_equal_the_closed_form_on_every_bandwidth():
         net = netlab.network(bw, "5us")
         base = next(r for r in rows if r["bandwidth"] == bw and r["method"] == "none")
         topk = next(r for r in rows if r["bandwidth"] == bw and r["method"] == "topk")
-        ring = cost.time("allreduce", "ring", 4, train.grad_bytes(128), net)
+        ring = cost.time("allreduce", "ring", 4, train.grad_bytes(128), network=net)
         assert base["step_s"] == pytest.approx(compute + ring, rel=0.01)
         assert topk["step_s"] == pytest.approx(compute + 3 * net.nic.time(K1 * 8), rel=0.01)   # ring all-gather
 

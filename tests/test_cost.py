@@ -49,7 +49,7 @@ def test_virtual_time_matches_the_formula_within_one_percent(collective, algo):
         net = netlab.network("100Gbit/s", "5us", ranks_per_host=2 if hierarchical else 1, intra_preset="NVLink3")
         for nbytes, t in zip(SIZES, measured(collective, algo, p, net)):
             s = nbytes // 4 // (p if collective in WHOLE else 1) * 4 * (p if collective in WHOLE else 1)
-            predicted = cost.time(collective, algo, p, s, net)
+            predicted = cost.time(collective, algo, p, s, network=net)
             assert t == pytest.approx(predicted, rel=0.01), f"p={p} S={s}: measured {t}, formula {predicted}"
 
 
@@ -63,7 +63,7 @@ def test_gamma_reduction_cost(collective, algo):
     worlds = (4, 8) if "recursive" in algo or "halving" in algo else (4, 6, 8)   # exact for 2^k (see cost.py)
     for p in worlds:
         for nbytes, t in zip(SIZES[1:], measured(collective, algo, p, net, SIZES[1:])):
-            assert t == pytest.approx(cost.time(collective, algo, p, nbytes, net), rel=0.01)
+            assert t == pytest.approx(cost.time(collective, algo, p, nbytes, network=net), rel=0.01)
 
 
 def test_ring_busbw_approaches_the_link_bandwidth_for_large_messages():
@@ -86,10 +86,10 @@ def test_crossover_matches_the_textbook_expression_and_the_measurement():
     net = netlab.network("400Gbit/s", "5us")
     lg = math.log2(p)
     textbook = alpha * (2 * (p - 1) - lg) / ((lg - 2 * (p - 1) / p) / bw)   # ring vs recursive doubling
-    n_star = cost.crossover("allreduce", "ring", "recursive_doubling", p, net)
+    n_star = cost.crossover("allreduce", "ring", "recursive_doubling", p, network=net)
     assert n_star == pytest.approx(textbook, rel=1e-9)                         # 2.2 MB
     below, above = int(n_star / 2) // 4 * 4, int(n_star * 2) // 4 * 4
     ring = measured("allreduce", "ring", p, net, [below, above])
     rd = measured("allreduce", "recursive_doubling", p, net, [below, above])
     assert rd[0] < ring[0] and ring[1] < rd[1]
-    assert cost.crossover("allreduce", "ring", "halving_doubling", 8, net) is None   # same n/B term
+    assert cost.crossover("allreduce", "ring", "halving_doubling", 8, network=net) is None   # same n/B term

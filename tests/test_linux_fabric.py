@@ -404,7 +404,7 @@ def test_linux_profile_recovers_a_lost_tail_without_waiting_out_the_rto():
         fab = engine.Fabric(0)
         nic = fab.port("h.nic", 12.5e6, 5e-6)
         sw = fab.switch("tor")
-        down = fab.port("tor->rx", 12.5e6, 5e-6, None, None, sw)
+        down = fab.port("tor->rx", 12.5e6, 5e-6, None, ecn=None, switch=sw)
         flow = engine.Flow(fab, "f", [nic, down], 20 * switch.MTU, 0.0)
         original = down.enqueue
         dropped = set()
@@ -434,7 +434,7 @@ def test_token_bucket_port_passes_its_burst_at_once_then_the_rate():
     from netlab.fabric import engine, switch
 
     fab = engine.Fabric(0)
-    port = switch.TokenBucketPort(fab, "p", 12.5e6, 0.0, 100_000, None, fab.switch("s"), burst=3 * switch.MTU)
+    port = switch.TokenBucketPort(fab, "p", 12.5e6, 0.0, buffer=100_000, ecn=None, switch=fab.switch("s"), burst=3 * switch.MTU)
     left = []
     fab.arrive = lambda pkt: left.append(round(fab.now * 1e6, 6))        # us
     slot = switch.MTU / 12.5e6 * 1e6                                      # 120 us per packet at the rate
@@ -443,13 +443,13 @@ def test_token_bucket_port_passes_its_burst_at_once_then_the_rate():
 
     def burst(k):
         for seq in range(k):
-            port.enqueue(switch.Packet(lone, seq, switch.MTU, False, 0, fab.now))
+            port.enqueue(switch.Packet(lone, seq, switch.MTU, False, prio=0, sent_at=fab.now))
     fab.schedule(0.0, lambda _: burst(6))
     fab.schedule(0.01, lambda _: burst(4))                               # 10 ms later: the bucket is full again
     fab.run(1.0)
     assert left == pytest.approx([0, 0, 0, slot, 2 * slot, 3 * slot, 1e4, 1e4, 1e4, 1e4 + slot])
     with pytest.raises(ValueError, match="^burst:"):
-        switch.TokenBucketPort(fab, "q", 12.5e6, 0.0, None, burst=100)
+        switch.TokenBucketPort(fab, "q", 12.5e6, 0.0, buffer=None, burst=100)
 
 
 @pytest.mark.parametrize("idle, cwnd, ssthresh", [(0.1, 40, 20), (0.5, 10, 30), (0.75, 10, 30), (0.3, 20, 30)])
@@ -483,7 +483,7 @@ def test_delayed_ack_acks_every_second_segment_and_a_lone_one_on_its_timer():
                                         on_ack=lambda msg: acks.append((round(fab.now, 6), msg[0])))
 
     def deliver(seq):
-        flow.receive(switch.Packet(flow, seq, switch.MTU, False, 0, fab.now))
+        flow.receive(switch.Packet(flow, seq, switch.MTU, False, prio=0, sent_at=fab.now))
     for t, seq in ((0.0, 0), (0.001, 1), (0.002, 2), (0.1, 4), (0.2, 3)):
         fab.schedule(t, lambda _, s=seq: deliver(s))
     fab.run(1.0)

@@ -48,7 +48,7 @@ def test_colocated_ps_moves_what_allreduce_moves_and_byteps_beats_both():
     net = netlab.network("10Gbit/s", "0us")
     colocated = hybrid.run_hybrid(8, 0, 0.0, latency="0us", width=256, partition_bytes=2048)
     M = colocated["model_bytes"]
-    ring = cost.time("allreduce", "ring", 8, M, net)
+    ring = cost.time("allreduce", "ring", 8, M, network=net)
     assert colocated["comm_s"] == pytest.approx(formulas.colocated_time(8, M, B), rel=0.05)
     assert formulas.colocated_time(8, M, B) == pytest.approx(ring, rel=1e-9)
     plain = ps.run_ps(workers=8, servers=4, sharding="range", partition_bytes=2048, **ONE_STEP)

@@ -43,7 +43,7 @@ def test_max_min_equals_one_level_at_a_time_progressive_filling(n_flows, n_links
     flow, link = np.array(flow), np.array(link)
     weight = rng.uniform(0.2, 1.0, flow.size) if weighted else np.ones(flow.size)
     capacity = rng.choice([1.0, 2.0, 3.0, 10.0], n_links) * 1e9
-    got = max_min(flow, link, weight, capacity, n_flows)
+    got = max_min(flow, link, weight, capacity, n_flows=n_flows)
     assert got == pytest.approx(progressive_filling(flow, link, weight, capacity, n_flows), rel=1e-9)
     load = np.bincount(link, weight * got[flow], minlength=n_links)
     assert (load <= capacity * (1 + 1e-9)).all()                             # feasible
@@ -71,7 +71,7 @@ def test_matches_the_closed_form_cost_on_a_non_blocking_fat_tree(collective, alg
     simulator = sim.Simulator(topo, routing=spray_or_ecmp(algo))
     for nbytes in SIZES:
         r = sim.simulate(topo, collective, algo, nbytes, simulator=simulator)
-        predicted = cost.time(collective, algo, topo.size, r.nbytes, topo.network())
+        predicted = cost.time(collective, algo, topo.size, r.nbytes, network=topo.network())
         assert r.time_s == pytest.approx(predicted, rel=0.01), f"S={r.nbytes}"
         # no flow below line rate; all-to-all's concurrent schedule has p-1 flows on every port by design
         assert r.slowest_flow == pytest.approx(1 / (topo.size - 1) if algo == "concurrent" else 1.0)
@@ -82,7 +82,7 @@ def test_hierarchical_matches_its_formula_on_rail_optimized_servers(algo):
     topo = fabrics.fat_tree(16, host=Host(8, nics=8, rail=True), hosts=8)      # 64 GPUs on one pod's 8 rails
     for nbytes in SIZES:
         r = sim.simulate(topo, "allreduce", algo, nbytes)
-        assert r.time_s == pytest.approx(cost.time("allreduce", algo, 64, r.nbytes, topo.network()), rel=0.01)
+        assert r.time_s == pytest.approx(cost.time("allreduce", algo, 64, r.nbytes, network=topo.network()), rel=0.01)
 
 
 def test_reductions_cost_gamma_per_byte_as_the_formula_says():
@@ -92,7 +92,7 @@ def test_reductions_cost_gamma_per_byte_as_the_formula_says():
     for algo in ("ring", "halving_doubling"):
         r = sim.simulate(topo, "allreduce", algo, 64 << 20, gamma=gamma, routing="spray")
         net_g = type(net)(net.nic, 1, None, gamma)
-        assert r.time_s == pytest.approx(cost.time("allreduce", algo, 16, r.nbytes, net_g), rel=0.01)
+        assert r.time_s == pytest.approx(cost.time("allreduce", algo, 16, r.nbytes, network=net_g), rel=0.01)
 
 
 def test_uniform_sizes_take_the_same_time_by_the_scaled_profile_and_by_waves():
@@ -160,5 +160,5 @@ def test_hop_latency_is_paid_once_per_switch_a_message_passes():
                                               (fabrics.torus(2, 4), [0, 1, 2, 3, 7, 6, 5, 4])])   # a snake
 def test_a_ring_all_reduce_on_a_direct_network_is_the_formula_when_every_hop_is_one_link(topo, placement):
     r = sim.simulate(topo, "allreduce", "ring", 64 << 20, placement=placement)
-    assert r.time_s == pytest.approx(cost.time("allreduce", "ring", 8, r.nbytes, topo.network()), rel=0.01)
+    assert r.time_s == pytest.approx(cost.time("allreduce", "ring", 8, r.nbytes, network=topo.network()), rel=0.01)
     assert r.placement == ("ordered" if placement == "ordered" else "custom")

@@ -27,7 +27,7 @@ def agree(d):
 def test_allreduce_on_one_link_class(algo, ranks):
     net = netlab.network("100Gbit/s", "5us")
     for nbytes in SIZES:
-        agree(side_by_side(net, ranks, "allreduce", algo, nbytes))
+        agree(side_by_side(net, ranks, "allreduce", algo, nbytes=nbytes))
 
 
 @pytest.mark.parametrize("algo", ["ring", "tree", "hierarchical", "hierarchical_rail", "halving_doubling"])
@@ -36,7 +36,7 @@ def test_hosts_with_a_fast_intra_link_and_a_nic(algo, gamma):
     """Two link classes on the real ranks (ranks_per_host, intra_preset) and in the simulator."""
     net = netlab.network("100Gbit/s", "5us", ranks_per_host=4, intra_preset="NVLink3", gamma=gamma)
     for nbytes in SIZES:
-        d = side_by_side(net, 8, "allreduce", algo, nbytes)
+        d = side_by_side(net, 8, "allreduce", algo, nbytes=nbytes)
         agree(d)
         kinds = d["sim"].time_by_bottleneck_kind()
         if algo.startswith("hierarchical"):
@@ -48,7 +48,7 @@ def test_other_collectives(collective):
     net = netlab.network("25Gbit/s", "10us")
     for algo in collectives.ALGORITHMS[collective]:
         for ranks in (5, 8):
-            agree(side_by_side(net, ranks, collective, algo, 1 << 20))
+            agree(side_by_side(net, ranks, collective, algo, nbytes=1 << 20))
 
 
 def _ps(comm, count, servers):

@@ -76,7 +76,7 @@ def test_hierarchical_schedules_run_sprayed_on_multi_gpu_servers_at_the_formulas
     topo = fabrics.parse("spineleaf:4:4:1", 32, host=host)
     collective, algo = collectives.resolve("allreduce", algo)
     r = sim.simulate(topo, collective, algo, 16 << 20, 32, routing="spray")
-    formula = cost.time(collective, algo, 32, r.nbytes, topo.network())
+    formula = cost.time(collective, algo, 32, r.nbytes, network=topo.network())
     assert r.time_s == pytest.approx(formula, rel=1e-6)
 
 

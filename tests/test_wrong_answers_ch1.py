@@ -93,7 +93,7 @@ def calls_netlab_cost(c, n, p, B, a):
 
 def calls_the_check(c, n, p, B, a):
     from netlab.check.ch1 import terms as t
-    return sum(t(c, n, p, B, a))
+    return sum(t(c, n, p, B, latency=a))
 
 
 WRONG = [

@@ -117,7 +117,7 @@ def test_the_cases_hold_every_regime_the_mistakes_need():
     from netlab.units import parse_bandwidth, parse_time
     exposed, optimizer = [], []
     for case in ch7.CASES:
-        nbytes, ready, c, o, step = ch7.measure(*case)
+        nbytes, ready, c, o, step = ch7.measure(case)
         exposed.append((step - o - c) / step)
         optimizer.append(o / step)
     assert max(exposed) > 0.5 and min(exposed) < 0.01 and max(optimizer) > 0.05

@@ -48,19 +48,19 @@ def students(submissions: str) -> list[str]:
     return names
 
 
-def grade_one(folder: str, student: str, chapter: str, seed: int | None, time_limit_s: float | None = None) -> Grade:
+def grade_one(folder: str, student: str, chapter: str, seed: int | None, *, time_limit_s: float | None = None) -> Grade:
     exercise = BY_CHAPTER[chapter]
     source, origin = find_answer(folder, exercise)
     if source is None:
         return Grade(student, chapter, False, 0, exercise.points, 0.0,
                      f"no answer found (expected {exercise.notebook} or {exercise.module})", "", 0, [])
-    outcome = run_answer(chapter, source, origin, seed, time_limit_s or exercise.time_limit_s)
+    outcome = run_answer(chapter, source, origin, seed, time_limit_s=time_limit_s or exercise.time_limit_s)
     return Grade(student, chapter, outcome.passed, exercise.points if outcome.passed else 0, exercise.points,
                  round(outcome.seconds, 1), outcome.message, origin, outcome.output_bytes, outcome.rows)
 
 
 def grade_all(submissions: str, seed: int | None = None, chapters=None, time_limit_s: float | None = None,
-              progress=None) -> list[Grade]:
+              *, progress=None) -> list[Grade]:
     chapters = list(chapters or [e.chapter for e in EXERCISES])
     for c in chapters:
         if c not in BY_CHAPTER:
@@ -68,7 +68,7 @@ def grade_all(submissions: str, seed: int | None = None, chapters=None, time_lim
     grades = []
     for student in students(submissions):
         for chapter in chapters:
-            g = grade_one(os.path.join(submissions, student), student, chapter, seed, time_limit_s)
+            g = grade_one(os.path.join(submissions, student), student, chapter, seed, time_limit_s=time_limit_s)
             grades.append(g)
             if progress:
                 progress(g)

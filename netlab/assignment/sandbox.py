@@ -79,7 +79,7 @@ class ChildRun:
 
 
 def run_child(module: str, spec: dict, time_limit_s: float, env_extra: dict | None = None,
-              prefix: str = "netlab-grade-") -> ChildRun:
+              *, prefix: str = "netlab-grade-") -> ChildRun:
     """``python -m MODULE SPEC.json RESULT.json`` sandboxed as above; never raises for what the child does.
 
     The child writes ``RESULT.json.ready`` when its imports are done (the limit counts from then) and
@@ -133,7 +133,7 @@ def run_child(module: str, spec: dict, time_limit_s: float, env_extra: dict | No
         return ChildRun(None, why + (f"; last output: {tail[0][:200]}" if tail else ""), seconds, output, nbytes)
 
 
-def run_answer(chapter: str, source: str, origin: str, seed: int | None, time_limit_s: float) -> Outcome:
+def run_answer(chapter: str, source: str, origin: str, seed: int | None, *, time_limit_s: float) -> Outcome:
     """Grade one answer in a subprocess; never raises for anything the answer does."""
     run = run_child("netlab.assignment._child",
                     {"chapter": chapter, "source": source, "origin": origin, "seed": seed}, time_limit_s)

@@ -92,7 +92,7 @@ def rank_rows(rows: list[Row]) -> list[Row]:
 
 
 def grade(submissions: str, t, seed: int | None = None, time_limit_s: float | None = None,
-          progress=None) -> list[Row]:
+          *, progress=None) -> list[Row]:
     """Judge every entry in `submissions` on task `t`, each sandboxed; the ranked rows."""
     t = task_of(t)
     rows = []

@@ -60,11 +60,11 @@ def shares(case, compute_s: float | None = None) -> tuple[float, float, float]:
     from ..units import parse_bandwidth, parse_time
     ranks, bw, lat, width = case
     c = estimated_compute(width) if compute_s is None else compute_s
-    t = terms(c, train.grad_bytes(width), ranks, parse_bandwidth(bw), parse_time(lat))
+    t = terms(c, train.grad_bytes(width), ranks, parse_bandwidth(bw), latency=parse_time(lat))
     return tuple(x / sum(t) for x in t)
 
 
-def terms(compute_s, grad_bytes, ranks, bandwidth, latency) -> tuple[float, float, float]:
+def terms(compute_s, grad_bytes, ranks, bandwidth, *, latency) -> tuple[float, float, float]:
     """(compute, latency term, bandwidth term) of the ring step, in seconds (``netlab.collectives.cost``'s ring)."""
     from ..collectives import cost
     from ..net.network import Link
@@ -126,7 +126,7 @@ def diagnose(fn, case, args) -> str | None:
         if problem is None:
             return (f"{where}: with one node there is nothing to sum and nothing to send: the step is the compute "
                     f"alone ({compute_s:.6g} s); you predicted {float(got):.6g} s")
-    want_c, want_lat, want_bw = terms(*args)
+    want_c, want_lat, want_bw = terms(compute_s, grad_bytes, ranks, bandwidth, latency=latency)
     probes = [("compute", "no gradient and no latency", (compute_s, 0, ranks, bandwidth, 0.0), want_c),
               ("latency term", "no compute and no gradient", (0.0, 0, ranks, bandwidth, latency), want_lat),
               ("bandwidth term", "no compute and no latency", (0.0, grad_bytes, ranks, bandwidth, 0.0), want_bw)]

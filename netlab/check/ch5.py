@@ -39,7 +39,7 @@ def _ring_step(topo, seed: int):
     from ..net.routing import route
     p = topo.size
     slots = topo.placement(p, "shuffled", seed)
-    r = route(topo, topo.endpoints[slots], topo.endpoints[slots[(np.arange(p) + 1) % p]], "ecmp", seed)
+    r = route(topo, topo.endpoints[slots], topo.endpoints[slots[(np.arange(p) + 1) % p]], "ecmp", seed=seed)
     flows = [[topo.link_label(l) for l in r.path(f)] for f in range(p)]
     capacity = {topo.link_label(l): float(topo.capacity[l]) for l in np.unique(r.link)}
     return flows, capacity
@@ -68,7 +68,7 @@ def levels(rates) -> list[float]:
     return out
 
 
-def explain(case, flows, capacity, got, want, tolerance) -> str:
+def explain(case, flows, capacity, got, *, want, tolerance) -> str:
     """Name the first flow whose rate differs, the filling level it belongs to, and the link that freezes it."""
     i = int(np.argmax(np.abs(got - want) / want > tolerance))
     link = bottleneck(i, flows, capacity, want)
@@ -123,7 +123,7 @@ def max_min_rates(fn=None, tolerance: float = 1e-6) -> CheckResult:
                 first = (f"{case}: the right rates, but not in the order of `flows`: the i-th rate must be the "
                          "i-th flow's")
             else:
-                first = explain(case, flows, capacity, got, want, tolerance)
+                first = explain(case, flows, capacity, got, want=want, tolerance=tolerance)
         passed &= ok
         rows.append({"case": case, "flows": len(flows), "links": len(capacity),
                      "your slowest (GB/s)": f"{got.min() / GB:.4g}", "fair slowest (GB/s)": f"{want.min() / GB:.4g}",

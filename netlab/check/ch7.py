@@ -50,8 +50,10 @@ def _shape(case) -> dict:
 
 
 @functools.lru_cache(maxsize=64)
-def measure(ranks, bandwidth, latency, cap, batch=SHAPE["batch"]) -> tuple:
-    """(bucket bytes, ready s, compute s, optimizer s, measured step s) of one bucketed step on real ranks."""
+def measure(case) -> tuple:
+    """(bucket bytes, ready s, compute s, optimizer s, measured step s) of one bucketed step on real ranks, for
+    `case` = (ranks, bandwidth, latency, bucket bytes[, batch]) as in ``CASES``."""
+    ranks, bandwidth, latency, cap, batch = (tuple(case) + (SHAPE["batch"],))[:5]
     from ..dataparallel import buckets, overlap, train
     from ..runtime import launch
     from ..net.network import network
@@ -91,7 +93,7 @@ def _us(seconds) -> str:
     return f"{seconds * 1e6:,.4g} us"
 
 
-def diagnose(fn, ranks, bandwidth, latency, where) -> str | None:
+def diagnose(fn, ranks, bandwidth, latency, *, where) -> str | None:
     """Take a wrong pipeline apart with small cases of the exercise's definition (closed form)."""
     net = f"at {bandwidth * 8 / 1e9:g} Gbit/s, {latency * 1e6:g} us"
     on = f"on {ranks} ranks"
@@ -136,7 +138,7 @@ def overlapped_step_time(fn=None, tolerance: float = 0.01, cases=CASES, spec_cas
     guarded = Guard(fn)
     name = "Exercise 7 (overlapped step)"
     rows, passed, wrong = [], True, []
-    runs = [(c[0], c[1], c[2], "real ranks", lambda c=c: measure(*c)) for c in cases]
+    runs = [(c[0], c[1], c[2], "real ranks", lambda c=c: measure(c)) for c in cases]
     runs += [(c[5], c[6], c[7], f"definition: {c[0]}", lambda c=c: (c[1], c[2], c[3], c[4], _pipeline(
         c[1], c[2], c[3], c[4], c[5], parse_bandwidth(c[6]), parse_time(c[7])))) for c in spec_cases]
     for ranks, bw, lat, source, get in runs:
@@ -156,7 +158,7 @@ def overlapped_step_time(fn=None, tolerance: float = 0.01, cases=CASES, spec_cas
     if passed:
         return CheckResult(name, True, "your pipeline predicts every measured step", rows)
     ranks, B, alpha, where = wrong[0]
-    message = diagnose(guarded, max(ranks, 2), B, alpha, where) or (
+    message = diagnose(guarded, max(ranks, 2), B, alpha, where=where) or (
         f"on {where} your step is off by more than {tolerance:.0%} although each small case of the definition "
         "comes out right: look at that case's buckets in the table, bucket by bucket")
     return CheckResult(name, False, message, rows)

@@ -37,7 +37,7 @@ def main(args) -> int:
         mark = "PASS" if g.passed else "FAIL"
         print(f"{g.student:>16} {g.exercise}  {mark}  {g.seconds:6.1f} s  {g.message[:90]}", file=sys.stderr)
 
-    grades = grade_all(args.submissions, args.seed, chapters, args.time_limit, progress)
+    grades = grade_all(args.submissions, args.seed, chapters, args.time_limit, progress=progress)
     csv_path, json_path = write(grades, args.out, args.seed)
     if args.json:
         with open(json_path) as f:
@@ -57,7 +57,7 @@ def _challenge(args) -> int:
         score = f"{r.time_s * 1e6:12.3f} us" if r.time_s is not None else " " * 15
         print(f"{r.entry:>20}  {r.verdict:<20} {score}  {r.message[:80]}", file=sys.stderr)
 
-    rows = board.grade(args.submissions, t, args.seed, args.time_limit, progress)
+    rows = board.grade(args.submissions, t, args.seed, args.time_limit, progress=progress)
     paths = board.write(t, rows, args.leaderboard or "leaderboard", args.seed)
     if args.json:
         with open(paths["json"]) as f:

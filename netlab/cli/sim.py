@@ -105,22 +105,22 @@ def main(args) -> int:
     check_scale(args)
     nic = Link.of(args.bandwidth, args.latency, args.link)
     host = Host(args.gpus_per_host, nics=nics, rail=not args.no_rail, intra=args.intra)
-    topo = fabrics.parse(args.topology, args.ranks, nic, host, parse_time(args.hop_latency, "hop-latency"))
+    topo = fabrics.parse(args.topology, args.ranks, nic, host, hop_latency=parse_time(args.hop_latency, "hop-latency"))
     ranks = args.ranks or topo.size
-    simulator = sim.Simulator(topo, ranks, args.placement, args.routing, args.seed)
+    simulator = sim.Simulator(topo, ranks, args.placement, args.routing, seed=args.seed)
     formula = None
     if args.collective == "ps":
         validate.whole(args.servers, "servers", 1, ranks - 1 if ranks > 1 else 1)
         count = max(1, nbytes // 4)
         result = simulator.run(parameter_server(ranks, count, args.servers), 4, "allreduce", f"ps:{args.servers}",
-                               count * 4)
+                               nbytes=count * 4)
     else:
         default = {"broadcast": "tree", "reduce": "tree", "alltoall": "concurrent"}.get(args.collective, "ring")
         collective, algo = collectives.resolve(args.collective, default if args.algo is None else args.algo)
         result = sim.simulate(topo, collective, algo, nbytes, ranks, simulator=simulator)
         one_per_host = collective != "alltoall" or topo.accelerators_per_host == 1   # its formula: one rank per host
         if (not algo.startswith("hierarchical") or ranks % topo.accelerators_per_host == 0) and one_per_host:
-            formula = cost.time(collective, algo, ranks, result.nbytes, topo.network())
+            formula = cost.time(collective, algo, ranks, result.nbytes, network=topo.network())
     row = result.summary()
     row["formula_s"] = formula
     row["description"] = topo.description

@@ -252,15 +252,15 @@ def _collective_s(cluster: ClusterSpec, algo: str, link: Link, nbytes: float, su
     if algo == "hierarchical" and cluster.devices_per_node > 1 and cluster.nodes > 1:
         net = Network(link, cluster.devices_per_node, cluster.intra)
         if summable:
-            return cost.time("allreduce", "hierarchical", p, nbytes, net)
+            return cost.time("allreduce", "hierarchical", p, nbytes, network=net)
         # all-gather inside the node, then across nodes (each node's g payloads), then nothing to reduce
         return (cost.time("allgather", "ring", cluster.devices_per_node, cluster.devices_per_node * nbytes,
-                          Network(cluster.intra))
-                + cost.time("allgather", "ring", cluster.nodes, p * nbytes, Network(link)))
+                          network=Network(cluster.intra))
+                + cost.time("allgather", "ring", cluster.nodes, p * nbytes, network=Network(link)))
     net = Network(link)
     if summable:
-        return cost.time("allreduce", "ring" if algo == "hierarchical" else algo, p, nbytes, net)
-    return cost.time("allgather", "ring", p, p * nbytes, net)
+        return cost.time("allreduce", "ring" if algo == "hierarchical" else algo, p, nbytes, network=net)
+    return cost.time("allgather", "ring", p, p * nbytes, network=net)
 
 
 def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compression: str = "none", bucket="25MiB",

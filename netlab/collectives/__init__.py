@@ -105,7 +105,7 @@ def _flat(tensor):
     return tensor.view(-1)
 
 
-def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", count: int | None = None,
+def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", *, count: int | None = None,
               dtype=None, ranks_per_host: int | None = None):
     """Sum (or average, ``op='avg'``) `tensor` across all ranks, in place.
 
@@ -119,19 +119,19 @@ def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", count: int | No
     return tensor
 
 
-def broadcast(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=None):
+def broadcast(comm, tensor, root: int = 0, algo: str = "tree", *, count: int | None = None, dtype=None):
     """Copy root's `tensor` to every rank, in place."""
     _run(comm, "broadcast", algo, _flat(tensor), count, dtype, root=root)
     return tensor
 
 
-def reduce(comm, tensor, root: int = 0, algo: str = "tree", count: int | None = None, dtype=None):
+def reduce(comm, tensor, root: int = 0, algo: str = "tree", *, count: int | None = None, dtype=None):
     """Sum `tensor` onto `root` (in place there; other ranks' tensors hold partial sums afterwards)."""
     _run(comm, "reduce", algo, _flat(tensor), count, dtype, root=root)
     return tensor
 
 
-def all_gather(comm, tensor, algo: str = "ring", count: int | None = None, dtype=None):
+def all_gather(comm, tensor, algo: str = "ring", count: int | None = None, *, dtype=None):
     """Every rank's `tensor` (m elements each), concatenated in rank order: p*m elements on every rank."""
     p = comm.world_size
     if tensor is None:
@@ -157,7 +157,7 @@ def all_gather_chunks(comm, chunk, count: int, algo: str = "ring"):
     return out
 
 
-def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, dtype=None):
+def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, *, dtype=None):
     """Sum `tensor` across ranks and keep chunk `rank` of the result (chunks as ``chunk_bounds``).
 
     Works on a copy; returns this rank's chunk (lengths differ by at most one element).
@@ -172,7 +172,7 @@ def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, d
     return buf[o:o + n].clone()
 
 
-def all_to_all(comm, tensor, algo: str = "pairwise", count: int | None = None, dtype=None):
+def all_to_all(comm, tensor, algo: str = "pairwise", count: int | None = None, *, dtype=None):
     """Block j of `tensor` (p equal blocks) to rank j; returns a new tensor whose block r came from rank r.
 
     As ``torch.distributed.all_to_all_single(out, tensor)`` with even splits. ``tensor=None, count=n``
@@ -199,7 +199,7 @@ def all_to_all(comm, tensor, algo: str = "pairwise", count: int | None = None, d
     if p > 1:
         plan = _plan("alltoall", algo, p, count, comm.rank, ())
         with comm.region(f"alltoall:{algo}"):
-            alltoall.execute(comm, flat, out, plan, element_size)
+            alltoall.execute(comm, flat, out, plan, element_size=element_size)
     return None if out is None else out.view(tensor.shape)
 
 

@@ -65,7 +65,7 @@ def concurrent(p: int, count: int):
     yield Step(src, dst, dst * m, m, reduce=False)
 
 
-def execute(comm, inp, out, plan, element_size: int) -> None:
+def execute(comm, inp, out, plan, *, element_size: int) -> None:
     """Run this rank's part of an all-to-all schedule: sends from `inp`'s blocks, receives into `out`'s.
 
     A receive of length m from rank `src` lands in ``out[src*m:(src+1)*m]``; with ``inp=None`` the run

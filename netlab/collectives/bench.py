@@ -126,7 +126,7 @@ def check_bench(collective: str, algo: str, ranks: int, sizes, network: Network 
     if (check or network is None) and not launch.under_torchrun():
         buffers = (iters if network is None else 0) + 3
         validate.too_big("sizes", ranks * buffers * max(sizes), 0.9 * memory.memory_limit(),
-                         f"{ranks} ranks x {buffers} buffers x {max(sizes):.3g} B of memory", " B")
+                         f"{ranks} ranks x {buffers} buffers x {max(sizes):.3g} B of memory", unit=" B")
     return collective, algo
 
 
@@ -145,7 +145,7 @@ def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None
     for i, (s, count, _, _) in enumerate(res.values[0]):
         seconds = max(v[i][2] for v in res.values)       # the slowest rank ends the collective
         verdicts = [v[i][3] for v in res.values]
-        predicted = cost.time(collective, algo, ranks, s, network) if network is not None and algo != "torch" else None
+        predicted = cost.time(collective, algo, ranks, s, network=network) if network is not None and algo != "torch" else None
         rows.append({"collective": collective, "algo": algo, "ranks": ranks, "bytes": s, "count": count,
                      "type": TYPE_NAMES[torch_dtype], "time_s": seconds, "predicted_s": predicted,
                      "algbw_GBps": cost.algbw(s, seconds) / 1e9, "busbw_GBps": cost.busbw(collective, ranks, s, seconds) / 1e9,

@@ -151,7 +151,7 @@ def _doubling_weights(p: int) -> list[int]:
     return [(1 << k) + min(r, 1 << k) for k in range(int(math.log2(p2)))]
 
 
-def time(collective: str, algo: str, p: int, nbytes: float, network: Network) -> float:
+def time(collective: str, algo: str, p: int, nbytes: float, *, network: Network) -> float:
     """Seconds one collective takes on an uncontended network; nbytes = nccl-tests' S."""
     collective, algo = collectives.resolve(collective, algo)
     if p == 1:
@@ -191,12 +191,12 @@ def busbw(collective: str, p: int, nbytes: float, seconds: float) -> float:
     return algbw(nbytes, seconds) * BUSBW_FACTOR[collective](p)
 
 
-def crossover(collective: str, algo_a: str, algo_b: str, p: int, network: Network) -> float | None:
+def crossover(collective: str, algo_a: str, algo_b: str, p: int, *, network: Network) -> float | None:
     """The message size (bytes) above which the two algorithms swap order, or None if they never do.
 
     Every formula here is affine in n (a + b n), so the crossover is (a_b - a_a) / (b_a - b_b).
     """
-    t = lambda algo, n: time(collective, algo, p, n, network)  # noqa: E731
+    t = lambda algo, n: time(collective, algo, p, n, network=network)  # noqa: E731
     a_a, a_b = t(algo_a, 0.0), t(algo_b, 0.0)
     b_a, b_b = t(algo_a, 1e9) / 1e9 - a_a / 1e9, t(algo_b, 1e9) / 1e9 - a_b / 1e9
     if math.isclose(b_a, b_b, rel_tol=1e-12):

@@ -65,14 +65,14 @@ def ring_snapshots(ranks: int = 4) -> list[list[list[int]]]:
     return [[res.values[r][s] for r in range(ranks)] for s in range(len(res.values[0]))]
 
 
-def measure(ranks: int, sizes, bandwidth: str, latency: str, algos=FLAT) -> list[dict]:
+def measure(ranks: int, sizes, bandwidth: str, latency: str, *, algos=FLAT) -> list[dict]:
     """bench() of every algorithm over the sizes: virtual time, formula, algbw, busbw."""
     net = network(bandwidth, latency)
     return [row for algo in algos for row in bench("allreduce", algo, ranks, sizes, net)]
 
 
 def latency_sweep(ranks_list=(2, 4, 8, 16), algos=("ring", "tree", "recursive_doubling"), size: int = 1024,
-                  bandwidth: str = "100Gbit/s", latency: str = "5us") -> list[dict]:
+                  bandwidth: str = "100Gbit/s", *, latency: str = "5us") -> list[dict]:
     """One small message on growing worlds: where the alpha terms of each algorithm show."""
     net = network(bandwidth, latency)
     shared.get_cluster(max(ranks_list))                                 # one pool for the whole sweep

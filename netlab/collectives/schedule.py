@@ -84,7 +84,7 @@ def rank_plan(steps, rank: int) -> list[RankStep]:
 
 
 def execute(comm, buf: torch.Tensor | None, steps, element_size: int | None = None,
-            plan: list[RankStep] | None = None) -> None:
+            *, plan: list[RankStep] | None = None) -> None:
     """Run a schedule (or this rank's precomputed `plan` of it) on this rank; `buf` changes in place.
 
     With ``buf=None`` the run is size-only (virtual time only): messages carry just their size

@@ -40,7 +40,7 @@ def _adam_step(flat: torch.Tensor, grad: torch.Tensor, lr: float) -> int:
     return (state["exp_avg"].numel() + state["exp_avg_sq"].numel()) * 4
 
 
-def sharded_adam_step(comm, width: int = 256, batch: int = 16, lr: float = 1e-3, sharded: bool = True) -> dict:
+def sharded_adam_step(comm, width: int = 256, batch: int = 16, lr: float = 1e-3, *, sharded: bool = True) -> dict:
     """One data-parallel Adam step; ZeRO-sharded (reduce-scatter + all-gather) or plain (all-reduce)."""
     model = train.make_model(width, 2, seed=0)
     x, y = data.load("train")

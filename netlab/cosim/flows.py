@@ -138,7 +138,7 @@ class FlowEngine:
         key = (src, dst)
         if key not in self._routes:
             t = self.topology
-            r = self._routing.route(t, [self.nodes[src]], [self.nodes[dst]], self.spec.routing, self.spec.seed)
+            r = self._routing.route(t, [self.nodes[src]], [self.nodes[dst]], self.spec.routing, seed=self.spec.seed)
             alpha = float(t.latency[r.out_port[0]] + t.hop_latency * r.hops[0])
             self._routes[key] = (r.link.astype(np.int64), r.weight.astype(float), int(r.out_port[0]),
                                  int(r.in_port[0]), alpha)
@@ -187,7 +187,7 @@ class FlowEngine:
         fl = np.concatenate([np.full(f.links.size, i, dtype=np.int64) for i, f in enumerate(flows)])
         links = np.concatenate([f.links for f in flows])
         weights = np.concatenate([f.weights for f in flows])
-        rates = FlowSet(fl, links, weights, self.topology.capacity, len(flows)).solve(np.ones(len(flows), dtype=bool))
+        rates = FlowSet(fl, links, weights, self.topology.capacity, n_flows=len(flows)).solve(np.ones(len(flows), dtype=bool))
         soonest = np.inf
         for f, r in zip(flows, rates):
             f.rate = float(r)

@@ -279,7 +279,7 @@ class _FabricDriver:
             hop = link.latency / 2                   # two links: a rank's one-way latency is alpha
             self.nics = [self.engine.port(f"rank{r}.nic", link.bandwidth, hop) for r in range(n)]
             self.downs = [self.engine.port(f"switch->rank{r}", link.bandwidth, hop, spec.buffer,
-                                           spec.ecn, sw) for r in range(n)]
+                                           ecn=spec.ecn, switch=sw) for r in range(n)]
             if spec.pfc is not None:
                 spec.pfc.check(spec.buffer, link.bandwidth, hop)
             self.flows = []

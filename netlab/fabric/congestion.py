@@ -99,8 +99,8 @@ class Congestion:
         from .failure import Failure
         if not isinstance(self.trim, bool):
             raise ValueError(f"trim: True or False, got {self.trim!r}")
-        check_options(self.transport, self.trim, self.pfc, self.multipath, self.buffer, self.failure,
-                      self.planes, self.credit_rate)
+        check_options(self.transport, self.trim, self.pfc, self.multipath, buffer=self.buffer, failure=self.failure,
+                      planes=self.planes, credit_rate=self.credit_rate)
         validate.choice(self.placement, "placement", ("ordered", "shuffled"))
         if self.failure is not None and not isinstance(self.failure, Failure):
             raise ValueError(f"failure: must be a netlab.fabric.failure.Failure, got {self.failure!r}")
@@ -161,7 +161,7 @@ class Congestion:
         return ", ".join(parts)
 
 
-def check_options(transport: str, trim: bool, pfc, multipath: str, buffer, failure=None, planes: int = 1,
+def check_options(transport: str, trim: bool, pfc, multipath: str, *, buffer, failure=None, planes: int = 1,
                   credit_rate=None) -> None:
     """The combinations chapter 9's fabric (``ethernet.py``) refuses, each with one line naming the parameter."""
     from .. import validate

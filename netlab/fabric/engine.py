@@ -166,8 +166,8 @@ class Fabric:
         sw = self.switches[name] = Switch(name, **kw)
         return sw
 
-    def port(self, name: str, rate: float, delay: float, buffer=None, ecn=None, switch: Switch | None = None) -> Port:
-        p = self.ports[name] = Port(self, name, rate, delay, buffer, ecn, switch)
+    def port(self, name: str, rate: float, delay: float, buffer=None, *, ecn=None, switch: Switch | None = None) -> Port:
+        p = self.ports[name] = Port(self, name, rate, delay, buffer=buffer, ecn=ecn, switch=switch)
         return p
 
     def arrive(self, pkt: Packet) -> None:

@@ -54,7 +54,7 @@ def default_ecn(transport: str, bandwidth: float, buffer) -> ECN | None:
     return ch6_ecn(transport, bandwidth)
 
 
-def topology(spec, hosts: int, bandwidth: float = GBIT, latency: float = LATENCY, hop_latency: float = 0.0) -> Topology:
+def topology(spec, hosts: int, bandwidth: float = GBIT, latency: float = LATENCY, *, hop_latency: float = 0.0) -> Topology:
     """A Topology from 'star', 'spineleaf:LEAVES:SPINES:RATIO' or 'fattree:K' (or a Topology, as is)."""
     if isinstance(spec, Topology):
         return spec
@@ -117,7 +117,7 @@ def build(spec, hosts: int, *, bandwidth: float = GBIT, latency: float = LATENCY
     from ..net.framing import parse
     framing = parse(framing)
     overhead, mss = (0, MTU) if framing is None else (framing.overhead, framing.payload)
-    topo = topology(spec, hosts, bandwidth, latency, hop_latency)
+    topo = topology(spec, hosts, bandwidth, latency, hop_latency=hop_latency)
     if hosts > topo.size:
         raise ValueError(f"senders: {topo.name} has {topo.size} hosts, {hosts} needed")
     if ecn == "default":
@@ -159,7 +159,7 @@ def run_pairs(fab, net, pairs, block: int, *, transport: str, rto_min: float, mu
 
 
 def _common(transport, trim, pfc, multipath, buffer, failure, planes, credit_rate, bandwidth, rto_min, block):
-    check_options(transport, trim, pfc, multipath, buffer, failure, planes, credit_rate)
+    check_options(transport, trim, pfc, multipath, buffer=buffer, failure=failure, planes=planes, credit_rate=credit_rate)
     validate.positive(bandwidth, "bandwidth")
     validate.positive(rto_min, "rto-min")
     validate.whole(block, "block", 1, 1 << 30)
@@ -203,7 +203,7 @@ def ring_step(hosts: int | None = None, block: int = 256 * 1024, *, topology_spe
               time_limit: float = 60.0, event_limit: int | None = None, hop_latency: float = 0.0) -> Result:
     """One ring all-reduce step: rank r sends `block` to rank r + 1, every rank at once."""
     _common(transport, trim, None, multipath, buffer, failure, planes, credit_rate, bandwidth, rto_min, block)
-    topo = topology(topology_spec, hosts or 16, bandwidth, latency, hop_latency)
+    topo = topology(topology_spec, hosts or 16, bandwidth, latency, hop_latency=hop_latency)
     hosts = topo.size if hosts is None else validate.whole(hosts, "hosts", 2, topo.size, int_only=True)
     fab, net = build(topo, hosts, bandwidth=bandwidth, latency=latency, buffer=buffer, transport=transport,
                      trim=trim, ecn=ecn, planes=planes, seed=seed)
@@ -223,7 +223,7 @@ def ecmp_collisions(topo: Topology, pairs, seed: int = 0) -> int:
     from ..net import routing
     src = topo.endpoints[[a for a, _ in pairs]]
     dst = topo.endpoints[[b for _, b in pairs]]
-    r = routing.route(topo, src, dst, "ecmp", seed)
+    r = routing.route(topo, src, dst, "ecmp", seed=seed)
     return int(np.bincount(r.link, minlength=topo.links).max())
 
 

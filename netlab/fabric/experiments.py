@@ -106,10 +106,10 @@ def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_dela
     sw = fab.switch("tor", pfc=pfc, shared_buffer=(buffer if shared else None))
     nics = [fab.port(f"h{i}.nic", bandwidth, link_delay) for i in range(hosts)]
     if burst is None:
-        down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn, sw)
+        down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn=ecn, switch=sw)
     else:
         down = fab.ports["tor->rx"] = TokenBucketPort(fab, "tor->rx", bandwidth, link_delay,
-                                                       None if shared else buffer, ecn, sw, burst=burst)
+                                                       buffer=None if shared else buffer, ecn=ecn, switch=sw, burst=burst)
     return nics, down
 
 
@@ -310,9 +310,9 @@ def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 /
     s1 = fab.switch("S1", pfc=control)
     s2 = fab.switch("S2", pfc=control)
     h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
-    trunk = fab.port("S1->S2", trunk * bandwidth, link_delay, buffer, ecn, s1)
-    to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn, s2)
-    to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn, s2)
+    trunk = fab.port("S1->S2", trunk * bandwidth, link_delay, buffer, ecn=ecn, switch=s1)
+    to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
+    to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
     run = Run(fab, [], "S2->R2")
     for name, nic, down in (("F1 (H1->R1)", h1, to_r1), ("F2 (H2->R2)", h2, to_r2)):
         flow = Flow(fab, name, [nic, trunk, down], 10**15, 0.0)

@@ -94,7 +94,7 @@ class Chooser:
 class ECMP(Chooser):
     """One path per flow: ``first`` (chapter 5's hashed path) until a reroute, then a hash over the rest."""
 
-    def __init__(self, paths, fabric, seed: int = 0, first: int = 0, key: int = 0):
+    def __init__(self, paths, fabric, seed: int = 0, first: int = 0, *, key: int = 0):
         super().__init__(paths, fabric, seed)
         self.ev, self.key = first, key
 
@@ -136,7 +136,7 @@ class REPS(Chooser):
     entropy is explored; after ``freeze_s`` the buffer is cleared and the next 16 packets explore."""
     listens = True
 
-    def __init__(self, paths, fabric, seed: int = 0, size: int = REPS_BUFFER, freeze_s: float = FREEZE_S,
+    def __init__(self, paths, fabric, seed: int = 0, size: int = REPS_BUFFER, *, freeze_s: float = FREEZE_S,
                  freeze: bool = True):
         super().__init__(paths, fabric, seed)
         self.size = size
@@ -231,7 +231,7 @@ class REPS(Chooser):
         return 2 * self.size + 4 + 4
 
 
-def make(scheme: str, paths: list, fabric, seed: int = 0, ecmp_first: int = 0, key: int = 0, **options) -> Chooser:
+def make(scheme: str, paths: list, fabric, seed: int = 0, *, ecmp_first: int = 0, key: int = 0, **options) -> Chooser:
     if scheme == "ecmp":
         return ECMP(paths, fabric, seed, first=ecmp_first, key=key)
     if scheme == "spray":

@@ -100,7 +100,7 @@ class SwitchedNetwork:
                     if sw is None:
                         sw = self.switches[plane][u] = fabric.switch(
                             prefix + t.labels[u], pfc=pfc, shared_buffer=buffer if shared_buffer else None)
-                    port = port_cls(fabric, name, rate, delay, None if shared_buffer else buffer, ecn, sw)
+                    port = port_cls(fabric, name, rate, delay, buffer=None if shared_buffer else buffer, ecn=ecn, switch=sw)
                 elif self.planes > 1:
                     port = PlanePort(fabric, name, rate, delay)
                 else:
@@ -148,7 +148,7 @@ class SwitchedNetwork:
 
     def ecmp_index(self, src: int, dst: int, seed: int) -> int:
         """Which of ``paths(src, dst)`` per-flow ECMP takes: chapter 5's hashed route (plane by hash)."""
-        r = routing.route(self.topology, [src], [dst], "ecmp", seed)
+        r = routing.route(self.topology, [src], [dst], "ecmp", seed=seed)
         chosen = r.path(0)
         ids = self.link_ids(src, dst)
         base = ids.index(chosen)

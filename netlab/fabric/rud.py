@@ -134,7 +134,7 @@ class Unordered(Sender):
         self.out.pop(seq, None)
         self.out[seq] = fab.now
         self.inflight += flow.packet_size(seq)
-        pkt = Packet(flow, seq, flow.packet_size(seq) + flow.overhead, self.ect, flow.prio, fab.now)
+        pkt = Packet(flow, seq, flow.packet_size(seq) + flow.overhead, self.ect, prio=flow.prio, sent_at=fab.now)
         if flow.multipath is not None:
             flow.multipath.pick(pkt)
         pkt.path[0].enqueue(pkt)

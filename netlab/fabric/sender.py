@@ -51,7 +51,7 @@ class Sender:
             self.retx_t.append(self.fabric.now)
         else:
             self.high = seq + 1
-        pkt = Packet(flow, seq, flow.packet_size(seq) + flow.overhead, self.ect, flow.prio, self.fabric.now)
+        pkt = Packet(flow, seq, flow.packet_size(seq) + flow.overhead, self.ect, prio=flow.prio, sent_at=self.fabric.now)
         if flow.multipath is not None:               # a path for this packet (multipath.py)
             flow.multipath.pick(pkt)
         pkt.path[0].enqueue(pkt)

@@ -159,7 +159,7 @@ class Packet:
     whether a switch cut it to its header (``trimming.py``)."""
     __slots__ = ("flow", "seq", "size", "ect", "ce", "hop", "prio", "sent_at", "path", "ev", "trimmed")
 
-    def __init__(self, flow, seq, size, ect, prio, sent_at):
+    def __init__(self, flow, seq, size, ect, *, prio, sent_at):
         self.flow, self.seq, self.size, self.ect, self.prio, self.sent_at = flow, seq, size, ect, prio, sent_at
         self.ce = False
         self.hop = 0
@@ -171,7 +171,7 @@ class Packet:
 class Port:
     """One output queue and its serializer; ``fabric`` supplies the clock and the event queue."""
 
-    def __init__(self, fabric, name: str, rate: float, delay: float, buffer: float | None = None,
+    def __init__(self, fabric, name: str, rate: float, delay: float, *, buffer: float | None = None,
                  ecn: ECN | None = None, switch: Switch | None = None):
         if rate <= 0:
             raise ValueError(f"bandwidth: must be greater than zero, got {rate!r}")

@@ -18,7 +18,7 @@ import math
 from .switch import MTU
 
 
-def dctcp_sawtooth(flows: int, bandwidth: float, rtt: float, k: float, packet: int = MTU) -> dict:
+def dctcp_sawtooth(flows: int, bandwidth: float, rtt: float, k: float, *, packet: int = MTU) -> dict:
     """DCTCP's queue sawtooth; ``bandwidth`` in bytes/s, ``k`` in bytes; results in packets and RTTs."""
     bdp = bandwidth * rtt / packet                       # C x RTT, packets
     kp = k / packet

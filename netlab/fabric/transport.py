@@ -36,7 +36,7 @@ def takes_window(name: str) -> bool:
     return not cls.rate_based and name not in UNORDERED
 
 
-def make(name: str, flow, rto_min: float = RTO_MIN, linux: bool = False, tick: float = 0.0, **kw) -> Sender:
+def make(name: str, flow, rto_min: float = RTO_MIN, linux: bool = False, *, tick: float = 0.0, **kw) -> Sender:
     """A sender of transport ``name`` for ``flow``. ``linuxnet.linux``: the Linux kernel's profile of a TCP sender
     (``tcp.LinuxTCP``: RACK, tail loss probes, the kernel's RTO), with its timers kept in ``tick``s
     (s, 1/HZ; 0: exact; without ``linuxnet.linux`` it has no effect). For reno, cubic and dctcp only."""

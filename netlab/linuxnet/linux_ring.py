@@ -168,8 +168,8 @@ def _measure_here(ranks: int, sizes, bandwidth, reps: int, timeout_s: float) -> 
     rows = []
     for n in sizes:
         ring, gloo = min(got[f"ring:{n}"]), min(got[f"gloo:{n}"])
-        plain = ring_allreduce(ranks, n, rate, alpha, None)
-        framed = ring_allreduce(ranks, n, rate, alpha, framing)
+        plain = ring_allreduce(ranks, n, rate, alpha, framing=None)
+        framed = ring_allreduce(ranks, n, rate, alpha, framing=framing)
         rows.append({"ranks": ranks, "bytes": n, "bandwidth_Bps": rate, "alpha_s": alpha,
                      "ring_s": ring, "gloo_s": gloo, "ring_all_s": got[f"ring:{n}"], "gloo_all_s": got[f"gloo:{n}"],
                      "emulated_s": plain, "emulated_framed_s": framed})

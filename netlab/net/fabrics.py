@@ -50,7 +50,7 @@ def _hosts_of(hosts, ports, host: Host):
 
 
 def fat_tree(k: int, nic="100GbE", host: Host | None = None, hosts: int | None = None,
-             hop_latency: float = 0.0) -> Topology:
+             *, hop_latency: float = 0.0) -> Topology:
     """A k-ary fat-tree with `hosts` servers (default: as many as its k^3/4 ports hold)."""
     k, host, nic = _even(k), host or Host(), as_link(nic, "nic")
     half = k // 2
@@ -90,14 +90,14 @@ def fat_tree(k: int, nic="100GbE", host: Host | None = None, hosts: int | None =
             for a in aggs:
                 b.link(e, a, nic, "fabric", latency=hop_latency)
             edges.append(e)
-    endpoints, host_of = b.hosts(edges, half, n_hosts, host, nic, group_leaves=half, x_of=host_x)
+    endpoints, host_of = b.hosts(edges, half, n_hosts, host, nic=nic, group_leaves=half, x_of=host_x)
     return Topology(f"fattree:{k}", b.g, endpoints, host_of, host.accelerators, hop_latency=hop_latency,
                     nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
                     description=f"k={k} fat-tree ({k ** 3 // 4} ports, {len(core) + k * k} switches), "
                                 f"{n_hosts} hosts, {host.describe()}, links {nic.describe()}")
 
 
-def oversubscribed_fat_tree(k: int, ratio: float, nic="100GbE", host: Host | None = None, hosts: int | None = None,
+def oversubscribed_fat_tree(k: int, ratio: float, nic="100GbE", host: Host | None = None, *, hosts: int | None = None,
                             hop_latency: float = 0.0) -> Topology:
     """A k-ary fat-tree whose edge switches are oversubscribed `ratio` : 1 (带宽收敛比): each of an edge
     switch's k/2 uplinks to its pod's aggregation switches runs at B / ratio, so its k/2 host ports of
@@ -105,7 +105,7 @@ def oversubscribed_fat_tree(k: int, ratio: float, nic="100GbE", host: Host | Non
     (The same edge capacity as k/2 uplinks of B under ratio * k/2 hosts; the k-ary shape keeps the
     paths of ``fat_tree``.)"""
     validate.positive(ratio, "ratio")                   # oversubscription ratio:1
-    topo = fat_tree(k, nic, host, hosts, hop_latency)
+    topo = fat_tree(k, nic, host, hosts, hop_latency=hop_latency)
     if ratio == 1:
         return topo
     labels = topo.labels
@@ -122,7 +122,7 @@ def oversubscribed_fat_tree(k: int, ratio: float, nic="100GbE", host: Host | Non
     return topo
 
 
-def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int = 16, nic="100GbE",
+def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int = 16, *, nic="100GbE",
                host: Host | None = None, hosts: int | None = None, hop_latency: float = 0.0) -> Topology:
     """Two tiers: `leaves` leaf switches with `ports_per_leaf` host ports each, every leaf wired to
     every one of `spines` spines; leaf uplinks sized for an oversubscription of `ratio` : 1."""
@@ -142,7 +142,7 @@ def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int
         for s in spine:
             b.link(v, s, uplink, "fabric")
         leaf.append(v)
-    endpoints, host_of = b.hosts(leaf, ports_per_leaf, n_hosts, host, nic)
+    endpoints, host_of = b.hosts(leaf, ports_per_leaf, n_hosts, host, nic=nic)
     return Topology(f"spineleaf:{leaves}:{spines}:{ratio:g}", b.g, endpoints, host_of, host.accelerators,
                     hop_latency=hop_latency, nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
                     description=f"spine-leaf, {leaves} leaves x {spines} spines, {ratio:g}:1 oversubscribed "
@@ -156,7 +156,7 @@ def star(hosts: int, nic="100GbE", host: Host | None = None) -> Topology:
     host, nic = replace(host or Host(), rail=False), as_link(nic, "nic")     # one switch: nothing to wire by rail
     b = Builder()
     sw = b.node("switch", "switch", ((hosts - 1) / 2, 1.5))
-    endpoints, host_of = b.hosts([sw], hosts * host.nics, hosts, host, nic)
+    endpoints, host_of = b.hosts([sw], hosts * host.nics, hosts, host, nic=nic)
     return Topology("star", b.g, endpoints, host_of, host.accelerators, nic=nic,
                     intra=as_link(host.intra) if host.accelerators > 1 else None,
                     description=f"one non-blocking switch, {hosts} hosts, {host.describe()}, NIC {nic.describe()}")
@@ -204,7 +204,7 @@ def torus(x: int, y: int, link="100GbE") -> Topology:
 
 
 def parse(spec: str, ranks: int | None = None, nic="100GbE", host: Host | None = None,
-          hop_latency: float = 0.0) -> Topology:
+          *, hop_latency: float = 0.0) -> Topology:
     """A topology from a short spec: 'fattree:16', 'spineleaf:8:4:2' (leaves, spines, ratio), 'star',
     'ring', 'torus' or 'torus:8x8'. Spine-leaf, star, ring and torus are sized for `ranks` (default:
     16 hosts per leaf, 16 hosts, 16 accelerators); a fat-tree always has its k^3/4 ports."""
@@ -222,7 +222,7 @@ def parse(spec: str, ranks: int | None = None, nic="100GbE", host: Host | None =
             per_leaf = -(-hosts * host.nics // max(leaves, 1))
             if host.nics > 1 and host.rail:               # rail groups: ports_per_leaf hosts per group
                 per_leaf = -(-hosts // max(leaves // host.nics, 1))
-            return spine_leaf(leaves, spines, ratio, max(per_leaf, 1), nic, host, hosts=hosts, hop_latency=hop_latency)
+            return spine_leaf(leaves, spines, ratio, max(per_leaf, 1), nic=nic, host=host, hosts=hosts, hop_latency=hop_latency)
         if kind == "star" and not args:
             return star(-(-(ranks or 16) // host.accelerators), nic, host)
         if kind == "ring" and not args:

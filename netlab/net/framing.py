@@ -116,7 +116,7 @@ def parse(spec) -> Framing | None:
         raise
 
 
-def ring_allreduce(p: int, n: float, bandwidth: float, latency: float, framing: Framing | None) -> float:
+def ring_allreduce(p: int, n: float, bandwidth: float, latency: float, *, framing: Framing | None) -> float:
     """A ring all-reduce's time on the port model with framing: 2(p-1) steps of n/p bytes, each
     alpha + wire(n/p) / B, and between two steps the ACKs of the step's incoming n/p on each rank's
     outgoing port (the port model books them after the step's send; the last step's delay nothing)."""

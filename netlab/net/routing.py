@@ -255,6 +255,6 @@ def router(topology) -> Router:
     return topology._router
 
 
-def route(topology, src, dst, mode: str = "ecmp", seed: int = 0) -> Routes:
+def route(topology, src, dst, mode: str = "ecmp", *, seed: int = 0) -> Routes:
     """Routes between endpoint nodes of `topology` (see ``Router.route``)."""
     return router(topology).route(src, dst, mode, seed)

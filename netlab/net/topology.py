@@ -153,13 +153,13 @@ class Builder:
         self.g = nx.DiGraph()
         self.edges = 0                                 # networkx counts edges in O(V): keep our own
 
-    def node(self, label: str, kind: str, pos, host: int = -1, empty: bool = False) -> int:
+    def node(self, label: str, kind: str, pos, host: int = -1, *, empty: bool = False) -> int:
         """A node; `empty` marks a switch no host hangs below (a figure may leave it out)."""
         v = self.g.number_of_nodes()
         self.g.add_node(v, label=label, kind=kind, pos=(float(pos[0]), float(pos[1])), host=host, empty=empty)
         return v
 
-    def link(self, a: int, b: int, link: Link, kind: str, capacity: float | None = None,
+    def link(self, a: int, b: int, link: Link, kind: str, *, capacity: float | None = None,
              latency: float | None = None) -> None:
         """Both directions of one full-duplex link (capacity per direction)."""
         cap = link.bandwidth if capacity is None else capacity
@@ -168,7 +168,7 @@ class Builder:
             self.g.add_edge(u, v, id=self.edges, capacity=float(cap), latency=float(lat), kind=kind)
             self.edges += 1
 
-    def hosts(self, leaves: list[int], ports_per_leaf: int, hosts: int, host: Host, nic: Link,
+    def hosts(self, leaves: list[int], ports_per_leaf: int, hosts: int, host: Host, *, nic: Link,
               group_leaves: int | None = None, x_of=None, y: float = 0.0):
         """Attach `hosts` hosts to leaf switches; return (endpoints, host_of).
 

@@ -21,7 +21,7 @@ from .engine import SimResult, Simulator
 from .maxmin import max_min, max_min_rates
 
 
-def steps(collective: str, algo: str, ranks: int, nbytes: int, ranks_per_host: int | None = None,
+def steps(collective: str, algo: str, ranks: int, nbytes: int, *, ranks_per_host: int | None = None,
           element_size: int = 4, root: int = 0):
     """The schedule the real ranks would run, and S: (steps, S)."""
     collective, algo = collectives.resolve(collective, algo)
@@ -39,11 +39,11 @@ def simulate(topology: Topology, collective: str = "allreduce", algo: str = "rin
     `ranks_per_host` says otherwise. Pass a ``Simulator`` to reuse its routes across sizes.
     """
     validate.whole(nbytes, "size", 1, int_only=True)                      # bytes
-    sim = simulator or Simulator(topology, ranks, placement, routing, seed, gamma)
+    sim = simulator or Simulator(topology, ranks, placement, routing, seed=seed, gamma=gamma)
     collective, algo = collectives.resolve(collective, algo)
     g = ranks_per_host or topology.accelerators_per_host
-    schedule, s = steps(collective, algo, sim.ranks, nbytes, g, element_size)
-    return sim.run(schedule, element_size, collective, algo, s, record)
+    schedule, s = steps(collective, algo, sim.ranks, nbytes, ranks_per_host=g, element_size=element_size)
+    return sim.run(schedule, element_size, collective, algo, nbytes=s, record=record)
 
 
 def allreduce(topology: Topology, algo: str = "ring", nbytes: int = 64 << 20, ranks: int | None = None, **options):

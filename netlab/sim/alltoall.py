@@ -60,7 +60,7 @@ def _edge_of(k: int, p: int) -> np.ndarray:
     return np.arange(p) // (k // 2)
 
 
-def predicted(pattern: str, k: int, ratio: float, nbytes: int, nic: Link) -> float:
+def predicted(pattern: str, k: int, ratio: float, nbytes: int, *, nic: Link) -> float:
     """Seconds the closed form gives for `pattern` (a key of ``PATTERNS``) on all k^3/4 hosts, sprayed."""
     collective, algo = PATTERNS[pattern]
     h, p = k // 2, k ** 3 // 4
@@ -88,7 +88,7 @@ def _run(k: int, ratio: float, pattern: str, nbytes: int, nic, routing: str):
 
 
 def bisection(k: int = 8, ratios=(1, 4), nbytes: int = 16 << 20, patterns=("ring all-reduce", "all-to-all"),
-              nic="100GbE", routing: str = "spray") -> list[dict]:
+              *, nic="100GbE", routing: str = "spray") -> list[dict]:
     """One row per (pattern, ratio): simulated time, busbw, its formula, the bottleneck, the slowdown
     against the first ratio, and the share of each rank's bytes that crosses its edge's uplinks."""
     validate.whole(nbytes, "size", 1, int_only=True)
@@ -100,7 +100,7 @@ def bisection(k: int = 8, ratios=(1, 4), nbytes: int = 16 << 20, patterns=("ring
             base.setdefault(pattern, r.time_s)
             rows.append({"pattern": pattern, "ratio": ratio, "ranks": r.ranks, "bytes": r.nbytes,
                          "time_s": r.time_s, "busbw_GBps": r.busbw_GBps,
-                         "formula_s": predicted(pattern, k, ratio, nbytes, topo.nic),
+                         "formula_s": predicted(pattern, k, ratio, nbytes, nic=topo.nic),
                          "slowdown": r.time_s / base[pattern], "bottleneck": r.bottleneck_label,
                          "bottleneck_kind": topo.kind_of(r.bottleneck),
                          "crossing_share": crossing_share(pattern, k), "result": r})

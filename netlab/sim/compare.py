@@ -26,7 +26,7 @@ def _timed(comm, collective, algo, count):
 
 
 def side_by_side(network: Network, ranks: int, collective: str = "allreduce", algo: str = "ring",
-                 nbytes: int = 1 << 20, timeout: float = 60.0) -> dict:
+                 *, nbytes: int = 1 << 20, timeout: float = 60.0) -> dict:
     """Run one collective both ways; times in seconds, S in bytes (GB = 1e9 B)."""
     collective, algo = resolve(collective, algo)
     count, _, s = counts(collective, nbytes, ranks, 4)
@@ -37,7 +37,7 @@ def side_by_side(network: Network, ranks: int, collective: str = "allreduce", al
                  record=True)
     real_pattern, sim_pattern = res.trace.message_pattern(), r.message_pattern()
     return {"collective": collective, "algo": algo, "ranks": ranks, "bytes": s,
-            "real_s": real_s, "sim_s": r.time_s, "formula_s": cost.time(collective, algo, ranks, s, network),
+            "real_s": real_s, "sim_s": r.time_s, "formula_s": cost.time(collective, algo, ranks, s, network=network),
             "error": r.time_s / real_s - 1 if real_s > 0 else 0.0,
             "messages": len(real_pattern), "same_pattern": real_pattern == sim_pattern,
             "real_wall_s": res.wall_s, "sim_wall_s": r.wall_s, "sim": r}
@@ -51,7 +51,7 @@ def real_vs_sim(network, ranks: int, algos, sizes) -> list[dict]:
           f"  same messages?")
     for algo in algos:
         for size in sizes:
-            d = side_by_side(network, ranks, "allreduce", algo, parse_bytes(size, "size"))
+            d = side_by_side(network, ranks, "allreduce", algo, nbytes=parse_bytes(size, "size"))
             d.pop("sim")
             rows.append(d)
             print(f"  {algo:18s} {fmt_bytes(d['bytes']):>9s} {fmt_time(d['real_s']):>11s} {fmt_time(d['sim_s']):>11s}"

@@ -138,7 +138,7 @@ class Simulator:
     """`ranks` ranks placed on a topology, with a routing mode; runs any schedule of steps."""
 
     def __init__(self, topology: Topology, ranks: int | None = None, placement: str = "ordered",
-                 routing: str = "ecmp", seed: int = 0, gamma: float = 0.0):
+                 routing: str = "ecmp", *, seed: int = 0, gamma: float = 0.0):
         self.topology, self.routing, self.seed = topology, routing, validate.seed(seed)
         self.ranks = topology.size if ranks is None else ranks
         self.placement = placement if isinstance(placement, str) else "custom"
@@ -162,9 +162,9 @@ class Simulator:
             raise ValueError("steps: a message from a rank to itself")
         if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= self.ranks):
             raise ValueError(f"steps: ranks must be 0..{self.ranks - 1}")
-        r = route(t, self.nodes[src], self.nodes[dst], self.routing, self.seed)
+        r = route(t, self.nodes[src], self.nodes[dst], self.routing, seed=self.seed)
         F = src.size
-        flows = FlowSet(r.flow, r.link, r.weight, t.capacity, F)
+        flows = FlowSet(r.flow, r.link, r.weight, t.capacity, n_flows=F)
         alpha = t.latency[r.out_port] + t.hop_latency * r.hops               # (F,) seconds
         at_out = np.bincount(r.out_port, alpha, minlength=t.links)[r.out_port]
         at_in = np.bincount(r.in_port, alpha, minlength=t.links)[r.in_port]
@@ -214,7 +214,7 @@ class Simulator:
         return done
 
     def run(self, steps, element_size: int = 4, collective: str = "allreduce", algo: str = "custom",
-            nbytes: int | None = None, record: bool = False) -> SimResult:
+            *, nbytes: int | None = None, record: bool = False) -> SimResult:
         """Simulate a schedule (an iterable of ``Step``); lengths are elements of `element_size` bytes."""
         started = time.perf_counter()
         times, bottlenecks, slowest, used = [], [], [], {}

@@ -30,7 +30,7 @@ MB64 = 64 << 20
 
 
 def ecmp_collisions(k: int = 8, seeds: int = 20, nbytes: int = MB64, nic="100GbE",
-                    modes=("ecmp", "adaptive", "spray")) -> list[dict]:
+                    *, modes=("ecmp", "adaptive", "spray")) -> list[dict]:
     """One row per (placement, routing, seed): slowest-flow rate / line rate and all-reduce time."""
     topo = fabrics.fat_tree(k, nic=nic)
     base = simulate(topo, "allreduce", "ring", nbytes, routing="ecmp")
@@ -55,11 +55,11 @@ def summarize(rows: list[dict], by=("placement", "routing"), value="slowest_flow
 
 
 def oversubscription(ratios=(1, 2, 4), leaves: int = 8, spines: int = 4, ports_per_leaf: int = 16,
-                     nbytes: int = MB64, seeds: int = 5, nic="100GbE", routing: str = "ecmp") -> list[dict]:
+                     *, nbytes: int = MB64, seeds: int = 5, nic="100GbE", routing: str = "ecmp") -> list[dict]:
     """All-reduce time (ring) per ratio: inside one leaf, across all leaves ordered, and shuffled."""
     rows = []
     for ratio in ratios:
-        topo = fabrics.spine_leaf(leaves, spines, ratio, ports_per_leaf, nic)
+        topo = fabrics.spine_leaf(leaves, spines, ratio, ports_per_leaf, nic=nic)
         inside = simulate(topo, "allreduce", "ring", nbytes, ports_per_leaf, routing=routing)
         ordered = simulate(topo, "allreduce", "ring", nbytes, routing=routing)
         shuffled = [simulate(topo, "allreduce", "ring", nbytes, placement="shuffled", seed=s, routing=routing)
@@ -72,7 +72,7 @@ def oversubscription(ratios=(1, 2, 4), leaves: int = 8, spines: int = 4, ports_p
     return rows
 
 
-def hierarchy(hosts: int = 16, accelerators: int = 8, nbytes: int = MB64, nic="100GbE", intra="NVLink3",
+def hierarchy(hosts: int = 16, accelerators: int = 8, nbytes: int = MB64, nic="100GbE", *, intra="NVLink3",
               nics: int | None = None) -> list[dict]:
     """Flat ring vs hierarchical (leader, and rail when each accelerator has a NIC) on one switch."""
     nics = nics or accelerators
@@ -84,7 +84,7 @@ def hierarchy(hosts: int = 16, accelerators: int = 8, nbytes: int = MB64, nic="1
     for algo in algos:
         r = simulate(topo, "allreduce", algo, nbytes)
         rows.append({"algo": algo, "ranks": p, "time_s": r.time_s, "busbw_GBps": r.busbw_GBps,
-                     "formula_s": cost.time("allreduce", algo, p, r.nbytes, net),
+                     "formula_s": cost.time("allreduce", algo, p, r.nbytes, network=net),
                      "bottleneck": r.summary()["bottleneck"]})
     flat = rows[0]
     for row in rows:
@@ -93,7 +93,7 @@ def hierarchy(hosts: int = 16, accelerators: int = 8, nbytes: int = MB64, nic="1
     return rows
 
 
-def nic_designs(k: int = 16, hosts: int = 16, accelerators: int = 8, nbytes: int = MB64, nic="100GbE",
+def nic_designs(k: int = 16, hosts: int = 16, accelerators: int = 8, nbytes: int = MB64, *, nic="100GbE",
                 intra="NVLink3", seed: int = 0) -> list[dict]:
     """The same servers wired three ways on one fat-tree; the best hierarchical algorithm for each."""
     designs = [("1 NIC per server", Host(accelerators, nics=1, intra=intra), "hierarchical"),
@@ -120,7 +120,7 @@ def ps_hotspot(k: int = 4, servers=(1, 2, 4), nbytes: int = 16 << 20, nic="100Gb
     rows = []
     for s in servers:
         sim = Simulator(topo, p)
-        r = sim.run(parameter_server(p, count, s), 4, "allreduce", f"ps:{s}", count * 4)
+        r = sim.run(parameter_server(p, count, s), 4, "allreduce", f"ps:{s}", nbytes=count * 4)
         rows.append({"pattern": f"parameter server, {s} server{'s' if s > 1 else ''}", "time_s": r.time_s,
                      "push_bottleneck": topo.link_label(r.step_bottleneck[0]),
                      "pull_bottleneck": topo.link_label(r.step_bottleneck[1]),
@@ -133,7 +133,7 @@ def ps_hotspot(k: int = 4, servers=(1, 2, 4), nbytes: int = 16 << 20, nic="100Gb
 
 
 def scaling(designs: dict, scales=(8, 64, 512, 4096), algo: str = "ring", nbytes: int = MB64,
-            placement: str = "ordered", routing: str = "ecmp", seed: int = 0) -> list[dict]:
+            *, placement: str = "ordered", routing: str = "ecmp", seed: int = 0) -> list[dict]:
     """busbw (GB/s) against ranks for each design: {name: (topology, algo or None)}; skips what does not fit."""
     rows = []
     for name, (topo, design_algo) in designs.items():
@@ -149,7 +149,7 @@ def scaling(designs: dict, scales=(8, 64, 512, 4096), algo: str = "ring", nbytes
 
 def step_count(collective: str, algo: str, ranks: int, ranks_per_host: int = 1) -> int:
     """Steps in a schedule (for the chapter's arithmetic: a ring on 1,024 ranks is 2,046 steps)."""
-    return sum(1 for _ in steps(collective, algo, ranks, ranks * 4, ranks_per_host)[0])
+    return sum(1 for _ in steps(collective, algo, ranks, ranks * 4, ranks_per_host=ranks_per_host)[0])
 
 
 @functools.lru_cache(maxsize=16)

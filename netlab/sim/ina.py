@@ -104,7 +104,7 @@ def allreduce(topology: Topology, nbytes: int = 64 << 20, ranks: int | None = No
     rates = {}
     for up in (True, False):
         flow, link, alpha = _paths(topology, nodes, node, up)
-        rates[up] = (max_min(flow, link, np.ones(flow.size), topology.capacity, ranks), alpha)
+        rates[up] = (max_min(flow, link, np.ones(flow.size), topology.capacity, n_flows=ranks), alpha)
     (r_up, a_up), (r_down, a_down) = rates[True], rates[False]
     lengths = np.full(chunks, nbytes / chunks)                  # the closed form's c = S/k
     sent = np.zeros(ranks)                                      # each worker's uplink: chunks back to back

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-def max_min(flow: np.ndarray, link: np.ndarray, weight: np.ndarray, capacity: np.ndarray, n_flows: int,
+def max_min(flow: np.ndarray, link: np.ndarray, weight: np.ndarray, capacity: np.ndarray, *, n_flows: int,
             active: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates (bytes/s) of n_flows flows; `link` indexes `capacity` (bytes/s per link).
 
@@ -28,7 +28,7 @@ def max_min(flow: np.ndarray, link: np.ndarray, weight: np.ndarray, capacity: np
     """
     flow, link, weight = (np.asarray(a) for a in (flow, link, weight))
     order = np.argsort(flow, kind="stable")
-    fs = FlowSet(flow[order], link[order], weight[order].astype(float), np.asarray(capacity, dtype=float), n_flows)
+    fs = FlowSet(flow[order], link[order], weight[order].astype(float), np.asarray(capacity, dtype=float), n_flows=n_flows)
     return fs.solve(np.ones(n_flows, dtype=bool) if active is None else np.asarray(active, dtype=bool))
 
 
@@ -39,7 +39,7 @@ class FlowSet:
     all; solutions are kept per set of still-active flows (completions change that set).
     """
 
-    def __init__(self, flow, link, weight, capacity, n_flows: int):
+    def __init__(self, flow, link, weight, capacity, *, n_flows: int):
         self.flow, self.weight, self.n = flow, weight, n_flows          # (T,) each, sorted by flow
         self.links, self.li = np.unique(link, return_inverse=True)      # li: compact link index 0..L-1
         self.cap = capacity[self.links].astype(float)                   # (L,) bytes/s
@@ -115,5 +115,5 @@ def max_min_rates(paths: list, capacity: dict) -> list[float]:
             link.append(index[name])
     cap = np.array([float(capacity[n]) for n in names])
     rates = max_min(np.array(flow, dtype=np.int64), np.array(link, dtype=np.int64), np.ones(len(flow)), cap,
-                    len(paths))
+                    n_flows=len(paths))
     return [float(r) for r in rates]

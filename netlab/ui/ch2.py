@@ -74,7 +74,7 @@ class CollectivePanel(Panel):
             f"  algbw {row['algbw_GBps']:.2f} GB/s, busbw {row['busbw_GBps']:.2f} GB/s "
             f"(link {net.nic.bandwidth / 1e9:g} GB/s; GB = 1e9 B)",
             "  fastest: " + ", ".join(_runs(best))])
-        cross = {"ring = recursive doubling": cost.crossover("allreduce", "ring", "recursive_doubling", ranks, net)}
+        cross = {"ring = recursive doubling": cost.crossover("allreduce", "ring", "recursive_doubling", ranks, network=net)}
         fig = new_figure(7.5, 4.2)
         time_vs_size(rows, ax=fig.subplots(), crossovers=cross)
         return text, fig

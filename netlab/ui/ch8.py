@@ -39,7 +39,7 @@ STYLE = {"all-to-all": {"color": "#d62728", "marker": "s"}, "ring all-reduce": {
 
 
 def fabric(ratio: float, bandwidth: str):
-    return fabrics.spine_leaf(LEAVES, SPINES, ratio, PORTS, Link(parse_bandwidth(bandwidth, "bandwidth"), LATENCY))
+    return fabrics.spine_leaf(LEAVES, SPINES, ratio, PORTS, nic=Link(parse_bandwidth(bandwidth, "bandwidth"), LATENCY))
 
 
 def predicted(pattern: str, ratio: float, placement: str, hosts: int, nbytes: int, bandwidth: str) -> float:

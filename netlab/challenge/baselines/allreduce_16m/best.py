@@ -35,7 +35,7 @@ def _plan(comm, g, hosts):
             for c in range(g):
                 src.append(nodes[h * g + inv[h][c]])
                 dst.append(nodes[n * g + inv[n][c]])
-        r = routing.route(topo, src, dst, fab.routing, fab.seed)
+        r = routing.route(topo, src, dst, fab.routing, seed=fab.seed)
         counts = np.bincount(r.link, minlength=topo.links)[fabric_links]
         return counts.max()
 
