@@ -20,7 +20,7 @@ import sys
 import time
 
 from _harness import timed as harness_timed
-from netlab.fabric import ECN, PFC, incast, long_flows
+from netlab.fabric import ECN, PFC, Congestion, Incast, incast, long_flows
 from netlab.fabric.fluid import dcqcn_fluid
 from netlab.fabric.rdma import DCQCN_RED
 from netlab.fabric.experiments import headroom
@@ -116,15 +116,18 @@ def real_steps():
 
 if __name__ == "__main__":
     B = 1e9 / 8
-    timed("incast 16 x 256K, 1 Gbit/s, 64K buffer, reno, RTOmin 200ms", lambda: incast(16, 256 * 1024, B))
-    timed("incast 16 x 256K, reno, RTOmin 200us", lambda: incast(16, 256 * 1024, B, rto_min=200e-6))
-    timed("incast 16 x 256K, ideal + PFC", lambda: incast(16, 256 * 1024, B, transport="ideal",
-                                                          pfc=PFC(64 * 1024 - headroom(B))))
+    timed("incast 16 x 256K, 1 Gbit/s, 64K buffer, reno, RTOmin 200ms", lambda: incast(Incast(senders=16, block=256 * 1024, bandwidth=B)))
+    timed("incast 16 x 256K, reno, RTOmin 200us", lambda: incast(Incast(senders=16, block=256 * 1024, bandwidth=B,
+                                                                        switch=Congestion('reno', buffer=64 * 1024, rto_min=200e-6))))
+    timed("incast 16 x 256K, ideal + PFC", lambda: incast(Incast(senders=16, block=256 * 1024, bandwidth=B,
+                                                                 switch=Congestion("ideal", buffer=64 * 1024, pfc=PFC(64 * 1024 - headroom(B))))))
     timed("incast 16 x 256K, dcqcn, no PFC (drops, 200 ms timeouts)",
-          lambda: incast(16, 256 * 1024, B, transport="dcqcn", ecn=DCQCN_RED))
-    timed("incast 16 x 256K, dctcp K=30KB", lambda: incast(16, 256 * 1024, B, transport="dctcp", ecn=ECN.dctcp(30e3)))
-    timed("DCTCP 2 long flows, 10 Gbit/s, 10 ms", lambda: long_flows(2, 10 * B, transport="dctcp",
-                                                                     ecn=ECN.dctcp(65 * 1500), duration=0.01))
+          lambda: incast(Incast(senders=16, block=256 * 1024, bandwidth=B,
+                                switch=Congestion("dcqcn", buffer=64 * 1024, ecn=DCQCN_RED))))
+    timed("incast 16 x 256K, dctcp K=30KB", lambda: incast(Incast(senders=16, block=256 * 1024, bandwidth=B,
+                                                                  switch=Congestion("dctcp", buffer=64 * 1024, ecn=ECN.dctcp(30e3)))))
+    timed("DCTCP 2 long flows, 10 Gbit/s, 10 ms", lambda: long_flows(2, 10 * B,
+                                                                     switch=Congestion("dctcp", ecn=ECN.dctcp(65 * 1500)), duration=0.01))
     timed("DCQCN fluid, 10 flows, 85 us delay, 60 ms (1 us steps)", lambda: dcqcn_fluid(10, 85e-6, 0.06, dt=1e-6))
     print(f"load average {os.getloadavg()[0]:.1f}")
     panel_changes()

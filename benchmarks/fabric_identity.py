@@ -37,27 +37,30 @@ def observed(run) -> dict:
 
 
 def cells() -> dict:
-    from netlab.fabric import ECN, PFC, incast, jitter, long_flows, victim
+    from netlab.fabric import ECN, PFC, Congestion, Incast, Victim, incast, jitter, long_flows, victim
     from netlab.fabric.experiments import headroom
     from netlab.ui.ch6 import run_setting
     out = {}
     for n in (1, 2, 4, 8, 16, 32):
         for rto in (0.2, 200e-6):
-            out[f"incast N={n} rto={rto}"] = observed(incast(n, 256 * KB, GBIT, 32 * KB, "reno", rto_min=rto, rounds=2))
-    out["lossless"] = observed(incast(16, 256 * KB, GBIT, 64 * KB, "ideal", pfc=PFC(64 * KB - headroom(GBIT))))
+            out[f"incast N={n} rto={rto}"] = observed(incast(Incast(senders=n, block=256 * KB, rounds=2, bandwidth=GBIT,
+                                                                    switch=Congestion("reno", buffer=32 * KB, rto_min=rto))))
+    out["lossless"] = observed(incast(Incast(senders=16, block=256 * KB, bandwidth=GBIT,
+                                             switch=Congestion("ideal", buffer=64 * KB, pfc=PFC(64 * KB - headroom(GBIT))))))
     k = 65 * 1500
-    out["dctcp sawtooth"] = observed(long_flows(2, 10 * GBIT, buffer=600_000, transport="dctcp", ecn=ECN.dctcp(k),
-                                                duration=0.03))
-    out["reno long"] = observed(long_flows(2, 10 * GBIT, buffer=600_000, transport="reno", duration=0.03))
+    out["dctcp sawtooth"] = observed(long_flows(2, 10 * GBIT,
+                                                switch=Congestion("dctcp", buffer=600_000, ecn=ECN.dctcp(k)), duration=0.03))
+    out["reno long"] = observed(long_flows(2, 10 * GBIT, switch=Congestion("reno", buffer=600_000), duration=0.03))
     for kp in (5, 20, 65):
-        out[f"dctcp K={kp}"] = observed(long_flows(2, 10 * GBIT, transport="dctcp", ecn=ECN.dctcp(kp * 1500),
-                                                   duration=0.03))
+        out[f"dctcp K={kp}"] = observed(long_flows(2, 10 * GBIT,
+                                                   switch=Congestion("dctcp", ecn=ECN.dctcp(kp * 1500)), duration=0.03))
     out["victim on"], out["victim off"] = observed(victim(pfc=True)), observed(victim(pfc=False))
-    for name, r in jitter(("reno", "dctcp", "dcqcn"), rounds=40, senders=4, block=64 * KB, background=0.3,
-                          keep_runs=True).items():
+    for name, r in jitter(("reno", "dctcp", "dcqcn"), config=Incast(senders=4, block=64 * KB, rounds=40,
+                                                                    switch=Congestion('reno', buffer=64 * 1024, background=0.3)), keep_runs=True).items():
         out[f"jitter {name}"] = observed(r["run"])
     for rto in (0.2, 200e-6):
-        out[f"model incast 8 rto={rto}"] = observed(incast(8, 256 * KB, GBIT, 32 * KB, "reno", rto_min=rto, rounds=1))
+        out[f"model incast 8 rto={rto}"] = observed(incast(Incast(senders=8, block=256 * KB, rounds=1, bandwidth=GBIT,
+                                                                  switch=Congestion("reno", buffer=32 * KB, rto_min=rto))))
     base = dict(senders=16, block="256K", bandwidth="1Gbit/s", buffer="64K", transport="reno", ecn_k="default",
                 pfc=False, rto_min="200ms")
     for transport in ("reno", "cubic", "dctcp", "dcqcn", "ideal"):

@@ -26,8 +26,9 @@ def warm_run():
 
 
 def incast_round():
-    from netlab.fabric import incast
-    return timed(lambda: incast(16, 256 * 1024, 1e9 / 8, 64 * 1024, "reno"))[0]
+    from netlab.fabric import Congestion, Incast, incast
+    return timed(lambda: incast(Incast(senders=16, block=256 * 1024, bandwidth=1e9 / 8,
+                                       switch=Congestion("reno", buffer=64 * 1024))))[0]
 
 
 def ch6_panel_change():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from netlab.fabric import ethernet as E
+from netlab.fabric import Congestion, Incast
 from netlab.fabric import incast as ch6_incast
 from netlab.fabric import multipath as mp
 from netlab.fabric.engine import Fabric, Flow
@@ -33,7 +34,8 @@ GBIT = 1e9 / 8
 
 # ---- the builder -------------------------------------------------------------------------------------
 def test_a_star_built_from_a_topology_is_chapter_6s_incast_to_the_last_digit():
-    ch6 = ch6_incast(16, 256 * KB, GBIT, 32 * KB, "reno", rto_min=0.2)
+    ch6 = ch6_incast(Incast(senders=16, block=256 * KB, bandwidth=GBIT,
+                            switch=Congestion("reno", buffer=32 * KB, rto_min=0.2)))
     ours = E.incast(16, 256 * KB, topology_spec="star", transport="reno", buffer=32 * KB, rto_min=0.2, ecn=None)
     assert ours.completion_s == ch6.rounds[0]
     assert ours.summary()["drops"] == ch6.summary()["drops"] and ours.summary()["timeouts"] == ch6.summary()["timeouts"]

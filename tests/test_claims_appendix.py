@@ -5,7 +5,7 @@ The 150-round agreement of the kernel-aware model with the kernel is tests/test_
 import pytest
 
 from claims import claim
-from netlab.fabric import incast
+from netlab.fabric import Congestion, Incast, incast
 from netlab.linuxnet import linux
 
 KB = 1024
@@ -16,8 +16,8 @@ SETUP = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic"
 def test_the_textbook_model_predicts_less_goodput_at_200ms_than_the_kernel_aware_one():
     for n in (8, 16, 32):
         aware = linux.model(senders=n, rto_min="200ms", **SETUP)["link_fraction"]
-        textbook = incast(n, 64 * KB, 100e6 / 8, 32 * KB, "cubic", rto_min=0.2,
-                          rounds=SETUP["rounds"]).summary()["goodput_Bps"] / (100e6 / 8)
+        textbook = incast(Incast(senders=n, block=64 * KB, rounds=SETUP["rounds"], bandwidth=100e6 / 8,
+                                 switch=Congestion("cubic", buffer=32 * KB, rto_min=0.2))).summary()["goodput_Bps"] / (100e6 / 8)
         assert textbook < aware, (n, textbook, aware)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from claims import claim
-from netlab.fabric import ECN, PFC, incast, jitter, long_flows, rates, theory, victim
+from netlab.fabric import ECN, PFC, Congestion, Incast, Victim, incast, jitter, long_flows, rates, theory, victim
 from netlab.fabric.fluid import dcqcn_fluid, fixed_point
 from netlab.fabric.experiments import headroom
 from netlab.fabric.switch import MTU, pfc_headroom
@@ -19,14 +19,16 @@ KB = 1024
 
 @claim("ch6.incast-collapse")
 def test_sixteen_reno_senders_collapse_with_200ms_and_recover_with_200us():
-    slow, fast = (incast(16, 256 * KB, GBIT, 32 * KB, "reno", rto_min=rto, rounds=2).summary()["goodput_Bps"] / GBIT
+    slow, fast = (incast(Incast(senders=16, block=256 * KB, rounds=2, bandwidth=GBIT,
+                                switch=Congestion("reno", buffer=32 * KB, rto_min=rto))).summary()["goodput_Bps"] / GBIT
                   for rto in (0.2, 200e-6))
     assert slow < 0.1 and fast > 0.85
 
 
 @claim("ch6.incast-round-waits")
 def test_a_few_flows_finish_in_milliseconds_and_the_round_waits_out_timeouts():
-    one = incast(16, 256 * KB, GBIT, 32 * KB, "reno", rto_min=0.2)
+    one = incast(Incast(senders=16, block=256 * KB, bandwidth=GBIT,
+                        switch=Congestion("reno", buffer=32 * KB, rto_min=0.2)))
     took = [f.done_at - f.start for f in one.flows]
     quick = [t for t in took if t < 0.02]                 # within a few milliseconds (lossless: 2.1 ms each)
     assert 1 <= len(quick) < 16 // 2                     # a few, not most
@@ -35,7 +37,7 @@ def test_a_few_flows_finish_in_milliseconds_and_the_round_waits_out_timeouts():
 
 
 def _mathis_ratio(p, seconds, seed):
-    run = long_flows(1, 10 * GBIT, transport="reno", duration=seconds, loss=p, seed=seed)
+    run = long_flows(1, 10 * GBIT, switch=Congestion("reno", seed=seed), duration=seconds, loss=p)
     flow = run.flows[0]
     return rates(flow, 0.01, seconds, 1)[1][0] / theory.mathis_throughput(MTU, flow.base_rtt, p), flow.sender
 
@@ -62,7 +64,8 @@ def test_reno_falls_below_mathis_at_one_percent_loss_and_timeouts_make_it_far_be
 
 
 def _dctcp(k_packets, buffer=None, duration=0.012):
-    return long_flows(2, 10 * GBIT, buffer=buffer, transport="dctcp", ecn=ECN.dctcp(k_packets * MTU), duration=duration)
+    return long_flows(2, 10 * GBIT,
+                      switch=Congestion("dctcp", buffer=buffer, ecn=ECN.dctcp(k_packets * MTU)), duration=duration)
 
 
 @claim("ch6.dctcp-band")
@@ -73,7 +76,7 @@ def test_dctcp_holds_the_analysed_band_at_full_throughput_while_reno_fills_the_b
     steady = q[t > 0.005] / MTU
     util = sum(rates(f, 0.005, 0.012, 1)[1][0] for f in run.flows) / (10 * GBIT)
     assert ref["q_min"] - 3 <= steady.min() and steady.max() <= ref["q_max"] + 3 and util >= 0.99
-    reno = long_flows(2, 10 * GBIT, buffer=600_000, transport="reno", duration=0.012)
+    reno = long_flows(2, 10 * GBIT, switch=Congestion("reno", buffer=600_000), duration=0.012)
     assert max(reno.port.q_bytes) >= 600_000 - MTU and reno.port.drops > 0
     assert sum(rates(f, 0.005, 0.012, 1)[1][0] for f in reno.flows) / (10 * GBIT) >= 0.99     # "the same throughput"
 
@@ -116,7 +119,8 @@ def test_moving_bytes_through_kernel_tcp_costs_both_ends_cpu_mostly_in_the_recei
 
 @claim("ch6.pfc-lossless-round")
 def test_a_pfc_incast_takes_n_d_over_b_without_a_drop():
-    s = incast(16, 256 * KB, GBIT, 64 * KB, "ideal", pfc=PFC(64 * KB - headroom(GBIT))).summary()
+    s = incast(Incast(senders=16, block=256 * KB, bandwidth=GBIT,
+                      switch=Congestion("ideal", buffer=64 * KB, pfc=PFC(64 * KB - headroom(GBIT))))).summary()
     want = theory.lossless_round(16, 256 * KB, GBIT)
     assert s["drops"] == 0 and abs(s["completion_s"]["p50"] - want) <= 0.01 * want
 
@@ -186,14 +190,15 @@ def test_pfc_makes_f1_a_victim_and_without_pfc_the_incast_is_dropped():
 
 @claim("ch6.jitter-tail")
 def test_the_mean_carries_renos_tail_the_median_hides_it_and_dcqcn_has_none():
-    steps = jitter(("reno", "dctcp", "dcqcn"), rounds=12, senders=4, block=64 * KB, background=0.3)
+    steps = jitter(("reno", "dctcp", "dcqcn"), config=Incast(senders=4, block=64 * KB, rounds=12,
+                                                             switch=Congestion('reno', buffer=64 * 1024, background=0.3)))
     for name in ("reno", "dctcp"):
         r = steps[name]
         assert r["p99"] > 10 * r["p50"]
     assert steps["dcqcn"]["p99"] < 2 * steps["dcqcn"]["p50"]
     for seed in range(3):                                  # "Reno's mean is many times its median", any seed
-        reno = steps["reno"] if seed == 0 else jitter(("reno",), rounds=12, senders=4, block=64 * KB,
-                                                       background=0.3, seed=seed)["reno"]
+        reno = steps["reno"] if seed == 0 else jitter(("reno",), config=Incast(senders=4, block=64 * KB, rounds=12,
+                                                                               switch=Congestion('reno', buffer=64 * 1024, background=0.3, seed=seed)))["reno"]
         assert reno["mean"] > 5 * reno["p50"], (seed, reno)
 
 
@@ -218,7 +223,8 @@ def test_the_round_on_real_ranks_is_the_models_round():
     from netlab.cosim.experiments import incast_on_ranks
     for rto in (0.2, 200e-6):
         real_s, _ = incast_on_ranks(8, 256 * KB, "1Gbit/s", "50us", Congestion("reno", buffer=32 * KB, rto_min=rto))
-        assert real_s == incast(8, 256 * KB, GBIT, 32 * KB, "reno", rto_min=rto, rounds=1).rounds[0]
+        assert real_s == incast(Incast(senders=8, block=256 * KB, rounds=1, bandwidth=GBIT,
+                                       switch=Congestion("reno", buffer=32 * KB, rto_min=rto))).rounds[0]
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 
 from netlab import cli, validate
 from netlab.cli import congestion as ccli
-from netlab.fabric import incast
+from netlab.fabric import Congestion, Incast, incast
 
 
 def one_line_naming(capsys, argv, flag):
@@ -55,10 +55,12 @@ def test_the_chapters_default_commands_fit_the_bound(capsys):
 
 def test_progress_is_the_receivers_bytes_rising_to_the_whole_payload():
     seen = []
-    run = incast(16, 256 * 1024, 1e9 / 8, 64 * 1024, "reno", 0.2, 3, progress=seen.append)
+    run = incast(Incast(senders=16, block=256 * 1024, rounds=3, bandwidth=1e9 / 8,
+                        switch=Congestion("reno", buffer=64 * 1024, rto_min=0.2)), progress=seen.append)
     assert seen == sorted(seen) and seen[-1] == 16 * 256 * 1024 * 3 == run.payload
     assert len(seen) > 5                                         # it moved before the end
-    plain = incast(16, 256 * 1024, 1e9 / 8, 64 * 1024, "reno", 0.2, 3)
+    plain = incast(Incast(senders=16, block=256 * 1024, rounds=3, bandwidth=1e9 / 8,
+                          switch=Congestion("reno", buffer=64 * 1024, rto_min=0.2)))
     assert plain.fabric.events == run.fabric.events and plain.rounds == run.rounds   # the same run
 
 

@@ -165,8 +165,9 @@ def test_the_fabric_cuts_with_the_alpha_of_the_windows_before_as_linux_does():
     """Each ECN cut of the fabric's DCTCP sender uses the alpha of the last window that had ended
     (at the same ACK, the window's end comes first: tcp_in_ack_event runs before tcp_enter_cwr), and
     the cut is cwnd (1 - alpha/2) -- the independent reference is RFC 8257's order, not the check."""
-    from netlab.fabric import ECN, long_flows
-    sender = long_flows(2, 10e9 / 8, transport="dctcp", ecn=ECN.dctcp(65 * 1500), duration=0.004).flows[0].sender
+    from netlab.fabric import ECN, Congestion, long_flows
+    sender = long_flows(2, 10e9 / 8,
+                        switch=Congestion("dctcp", ecn=ECN.dctcp(65 * 1500)), duration=0.004).flows[0].sender
     assert len(sender.cuts) >= 3
     for t, before, after, used in sender.cuts:
         done = [a for at, a in zip(sender.alpha_t, sender.alphas) if at <= t]

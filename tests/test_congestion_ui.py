@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from netlab.fabric import jitter, victim
+from netlab.fabric import Congestion, Incast, Victim, jitter, victim
 from netlab.figures.congestion import draw_step_times, draw_victim
 from netlab.ui.ch6 import CongestionPanel
 
@@ -48,14 +48,15 @@ def test_ecn_threshold_is_greyed_out_for_transports_that_ignore_marks():
 
 
 def test_step_time_and_victim_figures_draw_what_the_runs_measured():
-    out = jitter(("dctcp",), rounds=3, senders=2, block=16 * 1024, background=0.2)
+    out = jitter(("dctcp",), config=Incast(senders=2, block=16 * 1024, rounds=3,
+                                           switch=Congestion('reno', buffer=64 * 1024, background=0.2)))
     ax, = draw_step_times(Figure(), out).axes
     cdf, ideal = ax.lines
     # the CDF steps through every round's time once, up to all of them; the dashed line is the ideal round
     assert list(cdf.get_xdata()) == pytest.approx(sorted(t * 1e3 for t in out["dctcp"]["times"]))
     assert list(cdf.get_ydata()) == pytest.approx([1 / 3, 2 / 3, 1])
     assert list(ideal.get_xdata()) == pytest.approx([out["dctcp"]["ideal"] * 1e3] * 2)
-    run = victim(duration=2e-3)
+    run = victim(config=Victim(duration=2e-3))
     ax, = draw_victim(Figure(), {"PFC on": run}).axes
     # F1's curve (Gbit/s over ms) carries the bytes F1 delivered during the run
     assert bytes_under(ax.lines[0], 1e-3, 1e9 / 8) == pytest.approx(run.flows[0].rx_bytes[-1], rel=1e-9)
@@ -64,8 +65,10 @@ def test_step_time_and_victim_figures_draw_what_the_runs_measured():
 def test_jitter_keeps_its_runs_only_when_asked():
     """A notebook holds jitter's result for as long as the kernel lives: by default it is the step
     times and their statistics, not the fabrics behind them (15 MB a transport at the chapter's size)."""
-    lean = jitter(("dctcp",), rounds=3, senders=2, block=16 * 1024, background=0.2)["dctcp"]
-    full = jitter(("dctcp",), rounds=3, senders=2, block=16 * 1024, background=0.2, keep_runs=True)["dctcp"]
+    lean = jitter(("dctcp",), config=Incast(senders=2, block=16 * 1024, rounds=3,
+                                            switch=Congestion('reno', buffer=64 * 1024, background=0.2)))["dctcp"]
+    full = jitter(("dctcp",), config=Incast(senders=2, block=16 * 1024, rounds=3,
+                                            switch=Congestion('reno', buffer=64 * 1024, background=0.2)), keep_runs=True)["dctcp"]
     assert "run" not in lean and list(full["run"].rounds) == list(lean["times"])
     assert {k: v for k, v in full.items() if k not in ("run", "times")} == {k: v for k, v in lean.items() if k != "times"}
 

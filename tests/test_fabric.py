@@ -7,7 +7,7 @@ bounds goodput), DCTCP's sawtooth (SIGCOMM'10 section 3.3), DCQCN-validation's P
 import numpy as np
 import pytest
 
-from netlab.fabric import ECN, PFC, incast, long_flows, rates, victim
+from netlab.fabric import ECN, PFC, Congestion, Incast, Victim, incast, long_flows, rates, victim
 from netlab.fabric import theory
 from netlab.fabric.experiments import headroom
 
@@ -18,8 +18,10 @@ BLOCK = 256 * 1024
 @pytest.mark.parametrize("senders", [8, 16])
 def test_incast_collapses_tenfold_with_rto_min_200ms_and_not_with_200us(senders):
     buffer, window = 32 * 1024, 64 * 1024                                   # a shallow port, Linux's first window
-    slow = incast(senders, BLOCK, GBIT, buffer, "reno", rto_min=0.2, rounds=2, window=window).summary()
-    fast = incast(senders, BLOCK, GBIT, buffer, "reno", rto_min=200e-6, rounds=2, window=window).summary()
+    slow = incast(Incast(senders=senders, block=BLOCK, rounds=2, bandwidth=GBIT,
+                         switch=Congestion("reno", buffer=buffer, rto_min=0.2, window=window))).summary()
+    fast = incast(Incast(senders=senders, block=BLOCK, rounds=2, bandwidth=GBIT,
+                         switch=Congestion("reno", buffer=buffer, rto_min=200e-6, window=window))).summary()
     assert senders * window > buffer and slow["timeouts"] >= 2             # every round waits out an RTO
     assert slow["goodput_Bps"] <= GBIT / 10                                 # collapse: 10x or more
     assert slow["completion_s"]["p50"] >= 0.2                                # a round lasts at least RTOmin
@@ -29,7 +31,8 @@ def test_incast_collapses_tenfold_with_rto_min_200ms_and_not_with_200us(senders)
 
 
 def test_no_loss_at_line_rate_while_senders_x_window_fits_in_the_buffer():
-    s = incast(2, BLOCK, GBIT, 128 * 1024, "reno", rounds=2, window=64 * 1024).summary()
+    s = incast(Incast(senders=2, block=BLOCK, rounds=2, bandwidth=GBIT,
+                      switch=Congestion("reno", buffer=128 * 1024, window=64 * 1024))).summary()
     assert s["drops"] == 0 and s["timeouts"] == 0
     assert s["goodput_Bps"] >= 0.95 * GBIT
 
@@ -38,7 +41,8 @@ def test_no_loss_at_line_rate_while_senders_x_window_fits_in_the_buffer():
 def test_pfc_incast_is_lossless_and_takes_n_blocks_over_bandwidth(transport):
     buffer = 64 * 1024
     pfc = PFC(buffer - headroom(GBIT))
-    run = incast(16, BLOCK, GBIT, buffer, transport, rounds=1, pfc=pfc)
+    run = incast(Incast(senders=16, block=BLOCK, rounds=1, bandwidth=GBIT,
+                        switch=Congestion(transport, buffer=buffer, pfc=pfc)))
     s = run.summary()
     assert s["drops"] == 0 and s["timeouts"] == 0 and s["pause_s"] > 0
     want = theory.lossless_round(16, BLOCK, GBIT)
@@ -57,7 +61,7 @@ def _utilization(run, start):
 
 def test_dctcp_queue_oscillates_around_k_as_the_sawtooth_analysis_says():
     k = 65 * 1500
-    run = long_flows(2, 10 * GBIT, transport="dctcp", ecn=ECN.dctcp(k), duration=0.02)
+    run = long_flows(2, 10 * GBIT, switch=Congestion("dctcp", ecn=ECN.dctcp(k)), duration=0.02)
     ref = theory.dctcp_sawtooth(2, 10 * GBIT, 100e-6, k)                    # Q 54.8..67, period 6.1 RTTs
     grid, q = _steady_queue(run, 0.005)
     assert ref["q_min"] - 3 <= q.min() and q.max() <= ref["q_max"] + 3
@@ -76,8 +80,8 @@ def test_dctcp_queue_oscillates_around_k_as_the_sawtooth_analysis_says():
 def test_dctcp_k_below_c_rtt_over_7_empties_the_queue_and_loses_throughput():
     ref = theory.dctcp_sawtooth(2, 10 * GBIT, 100e-6, 5 * 1500)
     assert 5 < ref["k_min"] and ref["q_min"] < 0
-    low = long_flows(2, 10 * GBIT, transport="dctcp", ecn=ECN.dctcp(5 * 1500), duration=0.012)
-    good = long_flows(2, 10 * GBIT, transport="dctcp", ecn=ECN.dctcp(65 * 1500), duration=0.012)
+    low = long_flows(2, 10 * GBIT, switch=Congestion("dctcp", ecn=ECN.dctcp(5 * 1500)), duration=0.012)
+    good = long_flows(2, 10 * GBIT, switch=Congestion("dctcp", ecn=ECN.dctcp(65 * 1500)), duration=0.012)
     assert _steady_queue(low, 0.004)[1].min() == 0 and _steady_queue(good, 0.004)[1].min() > 0
     assert _utilization(low, 0.004) < 0.999 <= _utilization(good, 0.004)
 
@@ -85,8 +89,9 @@ def test_dctcp_k_below_c_rtt_over_7_empties_the_queue_and_loses_throughput():
 @pytest.mark.parametrize("transport", ["reno", "cubic"])
 def test_loss_based_tcp_fills_the_buffer_where_dctcp_keeps_it_near_k(transport):
     buffer = 600_000
-    lossy = long_flows(2, 10 * GBIT, buffer=buffer, transport=transport, duration=0.01)
-    dctcp = long_flows(2, 10 * GBIT, buffer=buffer, transport="dctcp", ecn=ECN.dctcp(65 * 1500), duration=0.01)
+    lossy = long_flows(2, 10 * GBIT, switch=Congestion(transport, buffer=buffer), duration=0.01)
+    dctcp = long_flows(2, 10 * GBIT,
+                       switch=Congestion("dctcp", buffer=buffer, ecn=ECN.dctcp(65 * 1500)), duration=0.01)
     assert max(lossy.port.q_bytes) >= buffer - 1500 and lossy.port.drops > 0
     steady = _steady_queue(dctcp, 0.004)[1] * 1500                          # bytes, after slow start
     assert steady.max() <= 0.2 * buffer                                     # DCTCP: ~90 % less buffer
@@ -104,21 +109,24 @@ def test_pfc_victim_flow_loses_throughput_only_with_pfc():
 
 
 def test_a_run_is_deterministic():
-    a = incast(8, BLOCK, GBIT, 32 * 1024, "cubic", rto_min=1e-3, rounds=2).summary()
-    b = incast(8, BLOCK, GBIT, 32 * 1024, "cubic", rto_min=1e-3, rounds=2).summary()
+    a = incast(Incast(senders=8, block=BLOCK, rounds=2, bandwidth=GBIT,
+                      switch=Congestion("cubic", buffer=32 * 1024, rto_min=1e-3))).summary()
+    b = incast(Incast(senders=8, block=BLOCK, rounds=2, bandwidth=GBIT,
+                      switch=Congestion("cubic", buffer=32 * 1024, rto_min=1e-3))).summary()
     a.pop("wall_s"), b.pop("wall_s")
     assert a == b
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"buffer": -1}, "buffer"), ({"transport": "vegas"}, "transport"), ({"rto_min": 0}, "rto-min"),
+    ({"buffer": -1}, "buffer"), ({"transport": "vegas"}, "transport"), ({"rto_min": 0}, "rto_min"),
     ({"senders": 0}, "senders"), ({"pfc": PFC(100_000)}, "xoff"), ({"pfc": PFC(60_000)}, "pfc"),
     ({"pfc": PFC(10_000, headroom=100)}, "pfc-headroom"),
 ])
 def test_bad_input_names_the_parameter(kwargs, name):
-    args = {"senders": 4, "buffer": 64 * 1024, **kwargs}
+    switch = {"buffer": 64 * 1024, **{k: v for k, v in kwargs.items() if k != "senders"}}
     with pytest.raises(ValueError, match=f"^{name}:"):
-        incast(**args)
+        incast(Incast(senders=kwargs.get("senders", 4),
+                      switch=Congestion(switch.pop("transport", "reno"), **switch)))
 
 
 @pytest.mark.parametrize("kmin, kmax, pmax, name", [(10, 5, 1.0, "ecn-kmin"), (0, 5, 0.0, "ecn-pmax"),

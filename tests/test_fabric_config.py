@@ -7,18 +7,23 @@ import pytest
 
 import netlab
 from netlab import Congestion
-from netlab.fabric import Incast, incast, run_incast, transport
+from netlab.fabric import Incast, incast, transport
 from netlab.fabric import engine, tcp
 from netlab.cosim.live import LaunchedCongestion, launched
 
 KB = 1024
 
 
-def test_the_old_keywords_and_the_config_describe_the_same_incast():
-    old = incast(6, 64 * KB, 1e9 / 8, 32 * KB, "reno", 1e-3, 2, seed=3)
-    new = run_incast(Incast(senders=6, block=64 * KB, rounds=2,
-                            switch=Congestion("reno", buffer="32K", rto_min="1ms", seed=3)))
-    assert old.rounds == new.rounds and old.summary()["drops"] == new.summary()["drops"] > 0
+def test_an_incast_is_one_config_and_units_describe_the_same_one():
+    """``incast`` takes the ``Incast`` alone (no second set of keywords); a switch written with units
+    ('32K', '1ms') and with numbers is the same switch and the same run, and the run has drops."""
+    numbers = incast(Incast(senders=6, block=64 * KB, rounds=2, bandwidth=1e9 / 8,
+                            switch=Congestion("reno", buffer=32 * KB, rto_min=1e-3, seed=3)))
+    units = incast(Incast(senders=6, block=64 * KB, rounds=2,
+                          switch=Congestion("reno", buffer="32K", rto_min="1ms", seed=3)))
+    assert numbers.rounds == units.rounds and numbers.summary()["drops"] == units.summary()["drops"] > 0
+    with pytest.raises(TypeError):
+        incast(6, 64 * KB)                                # noqa -- the old positional keywords are gone
 
 
 def test_an_incasts_switch_is_what_a_network_takes():

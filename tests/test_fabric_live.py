@@ -145,9 +145,10 @@ def test_bad_options_name_the_parameter(kwargs, parameter):
 def test_real_ranks_give_the_model_scenarios_incast_exactly(transport, rto_min):
     """Chapter 6's model incast (netlab.fabric.experiments) and the same push on real gloo ranks: same round."""
     from netlab.fabric import experiments
+    from netlab.fabric.experiments import Incast
     from netlab.cosim.experiments import incast_on_ranks
-    model = experiments.incast(senders=8, block=256 * 1024, bandwidth=1e9 / 8, buffer=32 * 1024, transport=transport,
-                             rto_min=rto_min, rounds=1)
+    model = experiments.incast(Incast(senders=8, block=256 * 1024, rounds=1, bandwidth=1e9 / 8,
+                                      switch=Congestion(transport, buffer=32 * 1024, rto_min=rto_min)))
     spec = Congestion(transport, buffer=32 * 1024, rto_min=rto_min)
     round_s, summary = incast_on_ranks(8, 256 * 1024, "1Gbit/s", "50us", spec)   # 2 links x 25 us, as the model
     assert round_s == model.rounds[0]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from netlab.fabric import ECN, incast, victim
+from netlab.fabric import ECN, Congestion, Incast, Victim, incast, victim
 from netlab.fabric.engine import Fabric
 from netlab.fabric.rdma import DCQCN
 
@@ -47,13 +47,13 @@ def observed(run):
 
 RUNS = {
     # lossy RoCE: drops, 200 ms timeouts, the timers sleep through them; three rounds end on stop()
-    "lossy incast": lambda: incast(8, 64 * 1024, 1e9 / 8, 16 * 1024, "dcqcn", rounds=3,
-                                   ecn=ECN(5_000, 200_000, 0.01)),
+    "lossy incast": lambda: incast(Incast(senders=8, block=64 * 1024, rounds=3, bandwidth=1e9 / 8,
+                                          switch=Congestion("dcqcn", buffer=16 * 1024, ecn=ECN(5_000, 200_000, 0.01)))),
     # with another job's DCQCN flows still running when the last round ends
-    "incast + background": lambda: incast(4, 64 * 1024, 1e9 / 8, 16 * 1024, "dcqcn", rounds=2, rto_min=1e-3,
-                                          ecn=ECN(5_000, 200_000, 0.01), background=0.3, seed=3),
+    "incast + background": lambda: incast(Incast(senders=4, block=64 * 1024, rounds=2, bandwidth=1e9 / 8,
+                                                 switch=Congestion("dcqcn", buffer=16 * 1024, ecn=ECN(5_000, 200_000, 0.01), rto_min=1e-3, seed=3, background=0.3))),
     # runs to a fixed time with flows that never finish
-    "victim, no PFC": lambda: victim(pfc=False, incast_senders=6, duration=3e-3),
+    "victim, no PFC": lambda: victim(pfc=False, config=Victim(incast_senders=6, duration=3e-3)),
 }
 
 

@@ -7,7 +7,7 @@ The comparison with Linux's mlx5 driver is in test_claims_ch6.py.
 """
 import pytest
 
-from netlab.fabric import PFC, incast
+from netlab.fabric import PFC, Congestion, Incast, incast
 from netlab.fabric.switch import MTU, pause_response, pfc_headroom
 
 G = 1e9 / 8
@@ -17,7 +17,8 @@ XOFF = 16 * 1024
 def overshoot(rate, delay, response):
     """(bytes one ingress held above Xoff at most, drops) for 4 line-rate senders of 1 MB into one port."""
     room = pfc_headroom(rate, delay, response=response)
-    run = incast(4, 1024 * 1024, rate, XOFF + room, "ideal", pfc=PFC(XOFF, response=response), link_delay=delay)
+    run = incast(Incast(senders=4, block=1024 * 1024, bandwidth=rate, link_delay=delay,
+                        switch=Congestion("ideal", buffer=XOFF + room, pfc=PFC(XOFF, response=response))))
     return max(run.port.switch.peak.values()) - XOFF, run.summary()["drops"]
 
 

@@ -97,9 +97,9 @@ def _ch6(rng):
         rng.randint(0, 999)
 
     def fabric_windows():
-        from ..fabric import ECN, long_flows
-        run = long_flows(flows, gbit * 1e9 / 8, transport="dctcp", ecn=ECN.dctcp(k * 1500), duration=0.004,
-                         seed=fabric_seed)
+        from ..fabric import ECN, Congestion, long_flows
+        run = long_flows(flows, gbit * 1e9 / 8,
+                         switch=Congestion("dctcp", ecn=ECN.dctcp(k * 1500), seed=fabric_seed), duration=0.004)
         sender = run.flows[0].sender
         return sender.g, sender.windows, sender.alphas
     return {"netlab.check.ch6._cases": lambda: iter(cases), "netlab.check.ch6._fabric_windows": fabric_windows}

@@ -48,8 +48,8 @@ def _cases():
 
 def _fabric_windows():
     """One DCTCP flow of the packet fabric: its g, its per-window (acked, marked) and the alphas it computed."""
-    from ..fabric import ECN, long_flows
-    run = long_flows(2, 10e9 / 8, transport="dctcp", ecn=ECN.dctcp(65 * 1500), duration=0.004)
+    from ..fabric import ECN, Congestion, long_flows
+    run = long_flows(2, 10e9 / 8, switch=Congestion("dctcp", ecn=ECN.dctcp(65 * 1500)), duration=0.004)
     sender = run.flows[0].sender
     return sender.g, sender.windows, sender.alphas
 

@@ -327,8 +327,8 @@ def _collapsed(exc: RuntimeError, senders: int, buffer: int) -> ValueError:
 
 
 def main(args) -> int:
-    from ..fabric import incast
-    from ..fabric.experiments import jitter, check_settings
+    from ..fabric import Congestion, Incast, incast
+    from ..fabric.experiments import check_settings, jitter
     from ..fabric.transport import TRANSPORTS
     from ..validate import choice as validate_choice
     if args.real and args.real_steps:
@@ -366,18 +366,22 @@ def main(args) -> int:
         if args.experiment != "incast":
             name = next((k for k, v in CH9.items() if getattr(args, k) != v), "transport")
             raise ValueError(f"{name.replace('_', '-')}: chapter 9's options run with the incast experiment")
-        check_settings(args.senders, block, bandwidth, buffer, transports[0], rto_min, rounds, None, None)
+        check_settings(args.senders, block, bandwidth, Congestion(transports[0], buffer=buffer, rto_min=rto_min),
+                       rounds=rounds)
         check_work(args, block, rounds, transports[:1])
         return ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc)
     for t in transports:                           # senders, rounds, sizes, ...: the library's own checks
-        check_settings(args.senders, block, bandwidth, buffer, t, rto_min, rounds, _ecn(args, t, bandwidth), pfc)
+        check_settings(args.senders, block, bandwidth, Congestion(t, buffer=buffer, ecn=_ecn(args, t, bandwidth),
+                                                                  pfc=pfc, rto_min=rto_min), rounds=rounds)
     check_work(args, block, rounds, transports)
     total = args.senders * block * rounds * len(transports)
     if args.experiment == "jitter":
         with progress_bar(total, "jitter") as bar:
             try:
-                out = jitter(transports, rounds, args.senders, block, bandwidth, buffer, rto_min, background,
-                             pfc=pfc is not None, seed=args.seed, event_limit=STOP_EVENTS, progress=bar.to)
+                switch = Congestion("reno", buffer=buffer, rto_min=rto_min, background=background, seed=args.seed)
+                config = Incast(senders=args.senders, block=block, rounds=rounds, bandwidth=bandwidth, switch=switch)
+                out = jitter(transports, config=config, pfc=pfc is not None, event_limit=STOP_EVENTS,
+                             progress=bar.to)
             except RuntimeError as exc:
                 raise _collapsed(exc, args.senders, buffer) from None
         rows = {t: {k: v for k, v in r.items() if k not in ("run", "times")} for t, r in out.items()}
@@ -390,9 +394,11 @@ def main(args) -> int:
     transport = transports[0]
     with progress_bar(total, "incast") as bar:
         try:
-            run = incast(args.senders, block, bandwidth, buffer, transport, rto_min, rounds,
-                         _ecn(args, transport, bandwidth), pfc, args.shared_buffer, background=background,
-                         seed=args.seed, window=window, event_limit=STOP_EVENTS, progress=bar.to)
+            switch = Congestion(transport, buffer=buffer, ecn=_ecn(args, transport, bandwidth), pfc=pfc,
+                                rto_min=rto_min, window=window, seed=args.seed, background=background)
+            config = Incast(senders=args.senders, block=block, rounds=rounds, bandwidth=bandwidth, switch=switch,
+                            shared_buffer=args.shared_buffer)
+            run = incast(config, event_limit=STOP_EVENTS, progress=bar.to)
         except RuntimeError as exc:
             raise _collapsed(exc, args.senders, buffer) from None
     if not run.complete:

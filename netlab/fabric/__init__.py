@@ -8,9 +8,10 @@ Two models, one vocabulary:
 and the closed forms they are checked against (``theory``).
 """
 from .engine import Fabric, Flow
-from .experiments import Incast, Run, incast, jitter, long_flows, rates, run_incast, victim
+from .congestion import Congestion
+from .experiments import Incast, Run, Victim, incast, jitter, long_flows, rates, victim
 from .switch import ECN, MTU, PFC, Port, Switch, pfc_headroom
 from .transport import RTO_MIN, TRANSPORTS
 
-__all__ = ["ECN", "MTU", "PFC", "RTO_MIN", "TRANSPORTS", "Fabric", "Flow", "Incast", "Port", "Run", "Switch",
-           "incast", "jitter", "long_flows", "pfc_headroom", "rates", "run_incast", "victim"]
+__all__ = ["ECN", "MTU", "PFC", "RTO_MIN", "TRANSPORTS", "Congestion", "Fabric", "Flow", "Incast", "Port", "Run",
+           "Switch", "Victim", "incast", "jitter", "long_flows", "pfc_headroom", "rates", "victim"]

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import transport as tp
 from .congestion import Congestion
-from ..validate import whole as validate_whole
+from .. import validate
 from .engine import Fabric, Flow
 from .rdma import DCQCN_RED
 from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
@@ -30,27 +30,16 @@ from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
 LINK_DELAY = 25e-6     # s per link
 
 
-def check_settings(senders=1, block=1, bandwidth=1.0, buffer=None, transport="reno", rto_min=tp.RTO_MIN,
-             rounds=1, ecn=None, pfc=None, link_delay=LINK_DELAY) -> None:
-    """One clear error naming the parameter, before anything runs."""
-    if not (isinstance(senders, (int, np.integer)) and senders >= 1):
-        raise ValueError(f"senders: must be a whole number >= 1, got {senders!r}")
-    if not (isinstance(rounds, (int, np.integer)) and rounds >= 1):
-        raise ValueError(f"rounds: must be a whole number >= 1, got {rounds!r}")
-    if not block > 0:
-        raise ValueError(f"block: must be greater than zero bytes, got {block!r}")
-    if not bandwidth > 0:
-        raise ValueError(f"bandwidth: must be greater than zero, got {bandwidth!r}")
-    if buffer is not None and not buffer >= 0:
-        raise ValueError(f"buffer: must be zero or more bytes, got {buffer!r}")
-    if buffer is not None and buffer < MTU and pfc is None:
-        raise ValueError(f"buffer: must hold at least one {MTU}-byte packet, got {buffer!r}")
-    if transport not in tp.TRANSPORTS:
-        raise ValueError(f"transport: must be one of {', '.join(tp.TRANSPORTS)}, got {transport!r}")
-    if not rto_min > 0:
-        raise ValueError(f"rto-min: must be greater than zero, got {rto_min!r}")
-    if pfc is not None:
-        pfc.check(buffer, bandwidth, link_delay)
+def check_settings(senders, block, bandwidth, switch: Congestion, *, rounds: int = 1,
+                   link_delay: float = LINK_DELAY) -> None:
+    """One clear error naming the parameter, before anything runs (``validate``'s checks; the switch's
+    transport, buffer and RTOmin were checked when its ``Congestion`` was made)."""
+    validate.whole(senders, "senders", 1, int_only=True)
+    validate.whole(rounds, "rounds", 1, int_only=True)
+    validate.positive(block, "block")
+    validate.positive(bandwidth, "bandwidth")
+    if switch.pfc is not None:
+        switch.pfc.check(switch.buffer, bandwidth, link_delay)
 
 
 @dataclass
@@ -115,7 +104,7 @@ def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_dela
 
 @dataclass(frozen=True, kw_only=True)
 class Incast:
-    """An incast, as ``run_incast`` runs it: ``rounds`` barrier-synchronized rounds of ``senders`` x
+    """An incast, as ``incast`` runs it: ``rounds`` barrier-synchronized rounds of ``senders`` x
     ``block`` bytes into one switch port toward the receiver, every link at ``bandwidth`` (bytes/s) with
     ``link_delay`` (s). ``switch`` is the switch between them, the same ``Congestion`` that
     ``netlab.network(congestion=...)`` takes for real ranks: its transport, buffer per port, ECN, PFC,
@@ -151,37 +140,14 @@ class Incast:
         if sw.switched or sw.storm is not None:
             raise ValueError("switch: an incast runs on chapter 6's one switch (no topology, planes, trimming "
                              "or pause storm)")
-        check_settings(self.senders, self.block, self.bandwidth, sw.buffer, sw.transport, sw.rto_min, self.rounds,
-                 sw.ecn, sw.pfc, self.link_delay)
+        check_settings(self.senders, self.block, self.bandwidth, sw, rounds=self.rounds, link_delay=self.link_delay)
         if self.delayed_ack is not None and not self.delayed_ack > 0:
             raise ValueError(f"delayed_ack: must be greater than zero seconds, got {self.delayed_ack!r}")
         if self.delayed_ack is not None and tp.TRANSPORTS[sw.transport].rate_based:
             raise ValueError(f"delayed_ack: for window-based transports only, not {sw.transport!r}")
 
 
-def incast(senders: int = 16, block: int = 256 * 1024, bandwidth: float = 1e9 / 8, buffer=64 * 1024,
-           transport: str = "reno", rto_min: float = tp.RTO_MIN, rounds: int = 1, ecn: ECN | None = None,
-           pfc: PFC | None = None, shared_buffer: bool = False, link_delay: float = LINK_DELAY,
-           background: float = 0.0, background_size: int = 64 * 1024, seed: int = 0,
-           window: int | None = 64 * 1024, time_limit: float = 600.0, transport_options: dict | None = None,
-           persistent: bool = False, burst: int | None = None, event_limit: int | None = None,
-           delayed_ack: float | None = None, progress=None) -> Run:
-    """``run_incast`` of the ``Incast`` these keywords describe (the switch's as ``Congestion``'s, the
-    rest as ``Incast``'s); ``event_limit`` and ``progress`` as ``run_incast``'s."""
-    check_settings(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, pfc, link_delay)
-    if not 0 <= background < 1:
-        raise ValueError(f"background: must be a load in [0, 1), got {background!r}")
-    if window is not None and tp.takes_window(transport) and not window >= MTU:
-        raise ValueError(f"window: must be at least one {MTU}-byte packet, got {window!r}")
-    switch = Congestion(transport, buffer=buffer, ecn=ecn, pfc=pfc, rto_min=rto_min, window=window, seed=seed,
-                        background=background, background_size=background_size)
-    config = Incast(senders=senders, block=block, rounds=rounds, bandwidth=bandwidth, link_delay=link_delay,
-                    switch=switch, shared_buffer=shared_buffer, burst=burst, persistent=persistent,
-                    delayed_ack=delayed_ack, transport_options=transport_options, time_limit=time_limit)
-    return run_incast(config, event_limit=event_limit, progress=progress)
-
-
-def run_incast(config: Incast, *, event_limit: int | None = None, progress=None) -> Run:
+def incast(config: Incast = Incast(), *, event_limit: int | None = None, progress=None) -> Run:
     """Run ``config``'s incast on the packet fabric: one ``Fabric``, a star of ``senders + 1`` hosts.
 
     ``window`` (the switch's) is each TCP receiver's advertised window in bytes (default Linux's initial
@@ -244,7 +210,7 @@ def run_incast(config: Incast, *, event_limit: int | None = None, progress=None)
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)
     if event_limit is not None:
-        event_limit = validate_whole(event_limit, "event_limit", 1)
+        event_limit = validate.whole(event_limit, "event_limit", 1)
     stop = lambda: state["round"] >= rounds                         # noqa: E731
     if progress is not None:
         ticks = [0]
@@ -268,18 +234,22 @@ def run_incast(config: Incast, *, event_limit: int | None = None, progress=None)
     return run
 
 
-def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, buffer=None, transport: str = "dctcp",
-               ecn: ECN | None = None, duration: float = 0.02, link_delay: float = LINK_DELAY,
-               rto_min: float = tp.RTO_MIN, seed: int = 0, loss: float = 0.0) -> Run:
-    """n flows that never end, for ``duration`` seconds, through one port (a dumbbell); ``loss``: the
-    probability that the port's link loses a packet (independent, seeded), as for Mathis et al.'s relation."""
+def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = Congestion("dctcp", rto_min=tp.RTO_MIN),
+               duration: float = 0.02, link_delay: float = LINK_DELAY, loss: float = 0.0) -> Run:
+    """n flows that never end, for ``duration`` seconds, through one port (a dumbbell) of ``switch`` (its
+    transport, buffer, ECN, RTOmin and seed); ``loss``: the probability that the port's link loses a packet
+    (independent, seeded), as for Mathis et al.'s relation."""
     import time
-    check_settings(n, 1, bandwidth, buffer, transport, rto_min, 1, ecn, None, link_delay)
-    if not 0 <= loss < 1:
+    check_settings(n, 1, bandwidth, switch, link_delay=link_delay)
+    if switch.pfc is not None or switch.background or switch.switched or switch.storm is not None:
+        raise ValueError("switch: long flows run through chapter 6's one port (no PFC, other job, topology or storm)")
+    loss = validate.number(loss, "loss", 0, 1)
+    if loss == 1:
         raise ValueError(f"loss: must be a probability in [0, 1), got {loss!r}")
+    transport, rto_min = switch.transport, switch.rto_min
     wall = time.perf_counter()
-    fab = Fabric(seed)
-    nics, down = _star(fab, n, bandwidth, buffer, ecn, None, link_delay, False)
+    fab = Fabric(switch.seed)
+    nics, down = _star(fab, n, bandwidth, switch.buffer, switch.ecn, None, link_delay, False)
     down.loss = float(loss)
     run = Run(fab, [], down.name)
     for i in range(n):
@@ -291,10 +261,33 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, buffer=None, transport: 
     return run
 
 
-def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 / 8, buffer=200_000,
-           incast_senders: int = 15, incast_start: float = 1e-3, incast_length: float = 1e-3,
-           duration: float = 6e-3, ecn: ECN | None = ECN(5_000, 100_000, 0.01), link_delay: float = 2e-6,
-           xoff: float | None = None, trunk: float = 2.0, rto_min: float = 1e-3, seed: int = 0) -> Run:
+@dataclass(frozen=True, kw_only=True)
+class Victim:
+    """The DCQCN-validation scenario as ``victim`` runs it: hosts at ``bandwidth`` (bytes/s) and links of
+    ``link_delay`` (s); the link S1->S2 ``trunk`` times faster; ``incast_senders`` hosts on S2 each send to R2
+    at line rate from ``incast_start`` for ``incast_length`` (s); the run lasts ``duration`` (s).
+    ``switch``: both switches' transport, buffer per port, ECN, RTOmin and seed (its PFC, if any, is
+    ``victim``'s ``pfc`` and ``xoff``'s to set: leave it None). ``xoff``: PFC's Xoff (bytes; None: half
+    the buffer)."""
+    switch: Congestion = Congestion("dcqcn", buffer=200_000, ecn=ECN(5_000, 100_000, 0.01), rto_min=1e-3)
+    bandwidth: float = 10e9 / 8
+    incast_senders: int = 15
+    incast_start: float = 1e-3
+    incast_length: float = 1e-3
+    duration: float = 6e-3
+    link_delay: float = 2e-6
+    trunk: float = 2.0
+    xoff: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.switch, Congestion):
+            raise ValueError(f"switch: must be a netlab.fabric.Congestion, got {self.switch!r}")
+        if self.switch.pfc is not None:
+            raise ValueError("switch: victim sets PFC itself (its pfc and the config's xoff); give a switch without pfc")
+        check_settings(self.incast_senders, 1, self.bandwidth, self.switch, link_delay=self.link_delay)
+
+
+def victim(pfc: bool = True, *, config: Victim = Victim()) -> Run:
     """F1: H1->R1 and F2: H2->R2 over S1->S2; ``incast_senders`` hosts on S2 blast R2 for ``incast_length``.
 
     The incast hosts each send at line rate for the incast's length (DCQCN-validation's 15 hosts x
@@ -304,13 +297,17 @@ def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 /
     """
     import time
     wall = time.perf_counter()
-    control = PFC(xoff if xoff is not None else buffer / 2) if pfc else None
-    check_settings(incast_senders, 1, bandwidth, buffer, transport, rto_min, 1, ecn, control, link_delay)
-    fab = Fabric(seed)
+    sw, c = config.switch, config
+    transport, bandwidth, buffer, ecn, link_delay, rto_min = sw.transport, c.bandwidth, sw.buffer, sw.ecn, \
+        c.link_delay, sw.rto_min
+    control = PFC(c.xoff if c.xoff is not None else buffer / 2) if pfc else None
+    if control is not None:
+        check_settings(c.incast_senders, 1, bandwidth, replace(sw, pfc=control), link_delay=link_delay)
+    fab = Fabric(sw.seed)
     s1 = fab.switch("S1", pfc=control)
     s2 = fab.switch("S2", pfc=control)
     h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
-    trunk = fab.port("S1->S2", trunk * bandwidth, link_delay, buffer, ecn=ecn, switch=s1)
+    trunk = fab.port("S1->S2", c.trunk * bandwidth, link_delay, buffer, ecn=ecn, switch=s1)
     to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
     to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
     run = Run(fab, [], "S2->R2")
@@ -318,13 +315,13 @@ def victim(pfc: bool = True, transport: str = "dcqcn", bandwidth: float = 10e9 /
         flow = Flow(fab, name, [nic, trunk, down], 10**15, 0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
-    block = int(bandwidth * incast_length)
-    for i in range(incast_senders):
+    block = int(bandwidth * c.incast_length)
+    for i in range(c.incast_senders):
         nic = fab.port(f"H{i + 3}.nic", bandwidth, link_delay)
-        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, incast_start)
+        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, c.incast_start)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
-    fab.run(duration)
+    fab.run(c.duration)
     run.wall_s = time.perf_counter() - wall
     return run
 
@@ -346,11 +343,15 @@ def default_ecn(transport: str, bandwidth: float) -> ECN | None:
     return None
 
 
-def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int = 4, block: int = 64 * 1024,
-           bandwidth: float = 1e9 / 8, buffer=64 * 1024, rto_min: float = tp.RTO_MIN, background: float = 0.3,
-           pfc: bool = False, seed: int = 0, keep_runs: bool = False, event_limit: int | None = None,
-           progress=None) -> dict:
-    """Round (step) times of synchronized bursts sharing the port with another job's seeded traffic.
+JITTER = Incast(senders=4, block=64 * 1024, rounds=40,
+                switch=Congestion("reno", buffer=64 * 1024, rto_min=tp.RTO_MIN, background=0.3))
+
+
+def jitter(transports=("reno", "dctcp", "dcqcn"), *, config: Incast = JITTER, pfc: bool = False,
+           keep_runs: bool = False, event_limit: int | None = None, progress=None) -> dict:
+    """Round (step) times of synchronized bursts sharing the port with another job's seeded traffic: ``config``'s
+    incast (its senders, block, rounds, bandwidth; its switch's buffer, RTOmin, background load and seed) once
+    per transport, each with its own marking (``default_ecn``).
 
     DCQCN always runs with PFC (RoCE is deployed lossless); ``pfc`` adds it for the others too.
 
@@ -361,13 +362,17 @@ def jitter(transports=("reno", "dctcp", "dcqcn"), rounds: int = 40, senders: int
     ``event_limit``: each transport's run stops there; a run it stops is refused (``ValueError``
     naming rounds). ``progress``: as ``incast``'s, counting every transport's bytes one after another.
     """
+    if not isinstance(config, Incast):
+        raise ValueError(f"config: must be a netlab.fabric.Incast, got {config!r}")
+    senders, block, rounds, bandwidth, buffer = config.senders, config.block, config.rounds, config.bandwidth, \
+        config.switch.buffer
     out = {}
     for i, name in enumerate(transports):
         control = PFC(buffer - headroom(bandwidth)) if pfc or name == "dcqcn" else None
         before = i * senders * block * rounds
         tick = None if progress is None else (lambda done, before=before: progress(before + done))
-        run = incast(senders, block, bandwidth, buffer, name, rto_min, rounds, default_ecn(name, bandwidth),
-                     control, background=background, seed=seed, event_limit=event_limit, progress=tick)
+        switch = replace(config.switch, transport=name, ecn=default_ecn(name, bandwidth), pfc=control)
+        run = incast(replace(config, switch=switch), event_limit=event_limit, progress=tick)
         if not run.complete:
             raise ValueError(f"rounds: {name} finished {len(run.rounds)} of {rounds} rounds within "
                              f"{event_limit:,} events, the most one run may take; ask for fewer rounds")

@@ -134,7 +134,7 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", tr
     burst_b = parse_bytes(burst, "burst") if burst is not None else netns.default_burst(rate)
     from ..fabric.congestion import Congestion
     switch = Congestion(transport, buffer=buffer_b, rto_min=rto, seed=validate.whole(seed, "seed", 0))
-    run = experiments.run_incast(experiments.Incast(
+    run = experiments.incast(experiments.Incast(
         senders=n, block=block_b, rounds=int(rounds), bandwidth=rate, link_delay=LINK_DELAY, switch=switch,
         persistent=True, burst=burst_b, transport_options={"linux": True, "tick": 1 / hz if hz else 0.0},
         delayed_ack=delayed_ack(rto, hz)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..fabric import ECN, PFC, incast
+from ..fabric import ECN, PFC, Congestion, Incast, incast
 from ..fabric.experiments import default_ecn, headroom
 from ..figures.congestion import draw_run
 from ..units import fmt_time, parse_bandwidth, parse_bytes, parse_time
@@ -38,8 +38,9 @@ def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_mi
     if pfc and buf <= headroom(bw):
         raise ValueError(f"pfc: no headroom: a {buf}-byte buffer cannot hold {headroom(bw):.0f} bytes of headroom")
     control = PFC(buf - headroom(bw)) if pfc else None
-    return incast(senders, parse_bytes(block, "block"), bw, buf, transport, parse_time(rto_min, "rto-min", False),
-                  rounds, ecn, control, event_limit=event_limit)
+    switch = Congestion(transport, buffer=buf, ecn=ecn, pfc=control, rto_min=parse_time(rto_min, "rto-min", False))
+    return incast(Incast(senders=senders, block=parse_bytes(block, "block"), rounds=rounds, bandwidth=bw, switch=switch),
+                  event_limit=event_limit)
 
 
 def panel_run(**values):

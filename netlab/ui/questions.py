@@ -141,9 +141,10 @@ def ch5(seeds: int = 5, path=None) -> Prediction:
 
 def ch6(rounds: int = 1, path=None) -> Prediction:
     def measure():
-        from ..fabric import incast
+        from ..fabric import Congestion, Incast, incast
         gbit, kb = 1e9 / 8, 1024
-        put = {rto: incast(16, 256 * kb, gbit, 32 * kb, "reno", rto_min=rto, rounds=rounds).summary()
+        put = {rto: incast(Incast(senders=16, block=256 * kb, rounds=rounds, bandwidth=gbit,
+                                  switch=Congestion("reno", buffer=32 * kb, rto_min=rto))).summary()
                for rto in (0.2, 200e-6)}
         slow, fast = (put[rto]["goodput_Bps"] / gbit for rto in (0.2, 200e-6))
         return {"value": slow, "fast_rto": fast, "timeouts": put[0.2]["timeouts"],
