@@ -82,7 +82,7 @@ def _trim_setup(buffer_packets=2, arrivals=5):
     fab = Fabric(0, jitter=0.0)
     port = TrimmingPort(fab, "sw->rx", GBIT, 0.0, buffer=buffer_packets * 1500, switch=fab.switch("sw"))
     fab.ports[port.name] = port
-    flow = UnorderedFlow(fab, "f", [port], arrivals * 1500, 0.0)
+    flow = UnorderedFlow(fab, "f", [port], arrivals * 1500, start=0.0)
     got = []
     flow.receive = got.append
     for seq in range(arrivals):
@@ -127,7 +127,7 @@ def test_the_pull_pacer_grants_one_packet_of_credit_per_packet_time():
 
     class Sender:
         finished = False
-        flow = Flow(fab, "f", [fab.port("p", GBIT, 1e-6)], 10 * 1500, 0.0)
+        flow = Flow(fab, "f", [fab.port("p", GBIT, 1e-6)], 10 * 1500, start=0.0)
 
         def on_credit(self, amount):
             pass

@@ -56,7 +56,7 @@ def test_the_launchers_line_is_on_the_launched_copy_only():
 def test_textbook_reno_has_no_kernel_profile_and_make_picks_it_by_name():
     fab = engine.Fabric(0)
     nic = fab.port("nic", 1e9 / 8, 25e-6)
-    flow = engine.Flow(fab, "f", [nic], 64 * KB, 0.0)
+    flow = engine.Flow(fab, "f", [nic], 64 * KB, start=0.0)
     plain, kernel = transport.make("cubic", flow, 0.2), transport.make("cubic", flow, 0.2, linux=True, tick=0.004)
     assert type(plain) is tcp.Cubic and not isinstance(plain, tcp.LinuxTCP) and not hasattr(plain, "tick")
     assert isinstance(kernel, tcp.Cubic) and isinstance(kernel, tcp.LinuxTCP) and kernel.tick == 0.004

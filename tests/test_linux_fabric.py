@@ -405,7 +405,7 @@ def test_linux_profile_recovers_a_lost_tail_without_waiting_out_the_rto():
         nic = fab.port("h.nic", 12.5e6, 5e-6)
         sw = fab.switch("tor")
         down = fab.port("tor->rx", 12.5e6, 5e-6, None, ecn=None, switch=sw)
-        flow = engine.Flow(fab, "f", [nic, down], 20 * switch.MTU, 0.0)
+        flow = engine.Flow(fab, "f", [nic, down], 20 * switch.MTU, start=0.0)
         original = down.enqueue
         dropped = set()
 
@@ -461,10 +461,10 @@ def test_persistent_connection_restarts_after_idle_as_the_kernel_does(idle, cwnd
 
     fab = engine.Fabric(0)
     nic, down = fab.port("h.nic", 12.5e6, 5e-6), fab.port("rx", 12.5e6, 5e-6)
-    prev = transport.make("cubic", engine.Flow(fab, "a", [nic, down], 1500, 0.0), 0.2, linux=True)
+    prev = transport.make("cubic", engine.Flow(fab, "a", [nic, down], 1500, start=0.0), 0.2, linux=True)
     prev.cwnd, prev.ssthresh, prev.rto, prev.last_sent = 40.0, 20.0, 0.2, 0.0
     fab.now = idle
-    nxt = transport.make("cubic", engine.Flow(fab, "b", [nic, down], 1500, idle), 0.2, linux=True)
+    nxt = transport.make("cubic", engine.Flow(fab, "b", [nic, down], 1500, start=idle), 0.2, linux=True)
     nxt.resume(prev)
     assert (nxt.cwnd, nxt.ssthresh) == (cwnd, ssthresh)
 
@@ -477,7 +477,7 @@ def test_delayed_ack_acks_every_second_segment_and_a_lone_one_on_its_timer():
 
     fab = engine.Fabric(0)
     acks = []
-    flow = engine.Flow(fab, "f", [fab.port("rx", 12.5e6, 0.0)], 5 * switch.MTU, 0.0)
+    flow = engine.Flow(fab, "f", [fab.port("rx", 12.5e6, 0.0)], 5 * switch.MTU, start=0.0)
     flow.delayed_ack = 0.04
     flow.sender = types.SimpleNamespace(rate_based=False,
                                         on_ack=lambda msg: acks.append((round(fab.now, 6), msg[0])))

@@ -92,7 +92,8 @@ def _fabric(fn) -> dict:
         a, b = i, f["hosts"] // 2 + i
         paths = net.paths(net.node(a), net.node(b))
         chooser = Recycling(paths, fab, seed=f["seed"] * 100 + i)
-        flow, sender = net.flow(f"{a}->{b}", a, b, f["block"], 0.0, "nscc", 1e-3, {"trimming": True}, chooser, done)
+        flow = net.flow(f"{a}->{b}", a, b, f["block"], transport="nscc", chooser=chooser, on_done=done)
+        sender = net.sender("nscc", flow, 1e-3, {"trimming": True})
         fab.add_flow(flow, sender)
         run.flows.append(flow)
     fab.run(2.0, stop=lambda: left[0] == 0, max_events=2_000_000)

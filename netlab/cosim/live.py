@@ -323,7 +323,7 @@ class _FabricDriver:
             if self.all_done():
                 return
             flow = tp.flow_class(spec.transport)(fab, f"bg{len(fab.flows)}", [nic, self.downs[spec.background_to]],
-                                                 spec.background_size, fab.now)
+                                                 spec.background_size, start=fab.now)
             fab.add_flow(flow, tp.make(spec.transport, flow, spec.rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)
@@ -393,14 +393,15 @@ class _FabricDriver:
             options = transport_options(spec.transport, spec.trim, spec.window, spec.credit_rate)
             if spec.transport == "rccc":
                 options["unscheduled"] = spec.unscheduled
-            flow, sender = net.flow(f"{src}->{dst}#{seq}", a, b, max(msg.nbytes, 1), start, spec.transport,
-                                    spec.rto_min, options, self.choosers[(src, dst)], done)
+            flow = net.flow(f"{src}->{dst}#{seq}", a, b, max(msg.nbytes, 1), start=start, transport=spec.transport,
+                            chooser=self.choosers[(src, dst)], on_done=done)
+            sender = net.sender(spec.transport, flow, spec.rto_min, options)
             self.engine.add_flow(flow, sender)
             self.flows.append(flow)
             return
         overhead, mss = _framing(self.network.nic)
         flow = tp.flow_class(self.spec.transport)(self.engine, f"{src}->{dst}#{seq}", [self.nics[src], self.downs[dst]],
-                                                  max(msg.nbytes, 1), start, mss=mss, on_done=done)
+                                                  max(msg.nbytes, 1), start=start, mss=mss, on_done=done)
         flow.overhead = overhead
         options = {}
         if self.spec.window is not None and tp.takes_window(self.spec.transport):

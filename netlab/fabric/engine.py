@@ -45,7 +45,7 @@ from .switch import MTU, Packet, Port, Switch
 class Flow:
     """``size`` bytes from a sender to a receiver along ``path`` (the Ports it crosses, NIC first)."""
 
-    def __init__(self, fabric, name: str, path: list, size: int, start: float = 0.0, mss: int = MTU,
+    def __init__(self, fabric, name: str, path: list, size: int, *, start: float = 0.0, mss: int = MTU,
                  prio: int = 0, feedback_delay: float = 0.0, on_done=None):
         if size <= 0:
             raise ValueError(f"block: must be greater than zero bytes, got {size!r}")

@@ -144,7 +144,8 @@ def run_pairs(fab, net, pairs, block: int, *, transport: str, rto_min: float, mu
         net.fail(failure)
     for i, (a, b) in enumerate(pairs):
         chooser = net.chooser(net.node(a), net.node(b), multipath, seed)
-        f, sender = net.flow(f"{a}->{b}", a, b, block, 0.0, transport, rto_min, dict(options), chooser, done)
+        f = net.flow(f"{a}->{b}", a, b, block, transport=transport, chooser=chooser, on_done=done)
+        sender = net.sender(transport, f, rto_min, dict(options))
         fab.add_flow(f, sender)
         run.flows.append(f)
     fab.run(time_limit, stop=lambda: left[0] == 0, max_events=event_limit)

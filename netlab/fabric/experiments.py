@@ -179,8 +179,8 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
     def start_round(_=None):
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
-            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", [nics[i], down], block, fab.now,
-                                            on_done=flow_done)
+            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", [nics[i], down], block,
+                                            start=fab.now, on_done=flow_done)
             flow.delayed_ack = delayed_ack
             sender = tp.make(transport, flow, rto_min, **options)
             if persistent and state["round"] > 0 and hasattr(sender, "resume"):
@@ -205,7 +205,7 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
             if state["round"] >= rounds:
                 return
             flow = tp.flow_class(transport)(fab, f"bg{len(fab.flows)}", [nics[senders], down], background_size,
-                                            fab.now)
+                                            start=fab.now)
             fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
         fab.schedule(rng.expovariate(1 / gap), arrival)
@@ -253,7 +253,7 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = 
     down.loss = float(loss)
     run = Run(fab, [], down.name)
     for i in range(n):
-        flow = Flow(fab, f"f{i}", [nics[i], down], 10**15, 0.0)
+        flow = Flow(fab, f"f{i}", [nics[i], down], 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
     fab.run(duration)
@@ -312,13 +312,13 @@ def victim(pfc: bool = True, *, config: Victim = Victim()) -> Run:
     to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
     run = Run(fab, [], "S2->R2")
     for name, nic, down in (("F1 (H1->R1)", h1, to_r1), ("F2 (H2->R2)", h2, to_r2)):
-        flow = Flow(fab, name, [nic, trunk, down], 10**15, 0.0)
+        flow = Flow(fab, name, [nic, trunk, down], 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
     block = int(bandwidth * c.incast_length)
     for i in range(c.incast_senders):
         nic = fab.port(f"H{i + 3}.nic", bandwidth, link_delay)
-        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, c.incast_start)
+        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, start=c.incast_start)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
     fab.run(c.duration)

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rdma import DCQCN_PARAMS as P, DCQCN_RED as RED
+from .. import validate
+from .rdma import DCQCN_PARAMS as P, DCQCN_RED as RED, DCQCNParams
+from .switch import ECN
 
 
 @dataclass
@@ -46,21 +48,36 @@ class FluidRun:
         return self.queue[keep], self.rates[keep]
 
 
-def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, capacity: float = 40e9 / 8,
-                kmin: float = RED.kmin, kmax: float = RED.kmax, pmax: float = RED.pmax, g: float = P.g,
-                tau: float = P.cnp_interval, tau_alpha: float = P.alpha_timer, timer: float = P.increase_timer,
-                byte_counter: float = P.byte_counter, fast_recovery_steps: int = P.fast_recovery_steps,
-                rate_ai: float = P.rate_ai, packet: int = 1000,
+@dataclass(frozen=True, kw_only=True)
+class FluidModel:
+    """What the fluid model integrates besides its flows: the bottleneck's ``capacity`` (bytes/s), the
+    switch's RED marking ``red`` (an ``ECN``; its Kmin, Kmax, Pmax), DCQCN's constants ``params``
+    (``rdma.DCQCNParams``: g, tau, tau', T, B, F, R_AI) and the model's ``packet`` (bytes, the paper's unit).
+    The defaults are the packet model's own (``DCQCN_RED``, ``DCQCN_PARAMS``) at the paper's 40 Gbit/s."""
+    capacity: float = 40e9 / 8
+    red: ECN = RED
+    params: DCQCNParams = P
+    packet: int = 1000
+
+    def __post_init__(self):
+        validate.positive(self.capacity, "capacity")
+        validate.whole(self.packet, "packet", 1, int_only=True)
+        if not isinstance(self.red, ECN):
+            raise ValueError(f"red: must be a netlab.fabric.ECN, got {self.red!r}")
+        if not isinstance(self.params, DCQCNParams):
+            raise ValueError(f"params: must be a netlab.fabric.rdma.DCQCNParams, got {self.params!r}")
+
+
+def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, *, model: FluidModel = FluidModel(),
                 start_rates=None, dt: float = 0.5e-6, sample: float = 5e-6) -> FluidRun:
     """Integrate the model for ``duration`` seconds; every size in bytes, rates in bytes/s."""
-    if not (isinstance(flows, (int, np.integer)) and flows >= 1):
-        raise ValueError(f"flows: must be a whole number >= 1, got {flows!r}")
-    if not 0 <= kmin <= kmax:
-        raise ValueError(f"ecn-kmin: must be between 0 and ecn-kmax ({kmax!r}), got {kmin!r}")
-    if not 0 < pmax <= 1:
-        raise ValueError(f"ecn-pmax: must be in (0, 1], got {pmax!r}")
-    if delay < 0:
-        raise ValueError(f"delay: must be zero or more seconds, got {delay!r}")
+    validate.whole(flows, "flows", 1, int_only=True)
+    validate.number(delay, "delay", 0)
+    capacity, packet, kmin, kmax, pmax = model.capacity, model.packet, model.red.kmin, model.red.kmax, model.red.pmax
+    g, tau, tau_alpha, timer = model.params.g, model.params.cnp_interval, model.params.alpha_timer, \
+        model.params.increase_timer
+    byte_counter, fast_recovery_steps, rate_ai = model.params.byte_counter, model.params.fast_recovery_steps, \
+        model.params.rate_ai
     C = capacity / packet                                  # packets/s
     k0, k1, B, r_ai = kmin / packet, kmax / packet, byte_counter / packet, rate_ai / packet
     F = fast_recovery_steps
@@ -113,10 +130,11 @@ def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, cap
     return FluidRun(np.asarray(out_t), np.asarray(out_q) * packet, np.asarray(out_r) * packet, capacity, packet)
 
 
-def fixed_point(flows: int, capacity: float = 40e9 / 8, kmin: float = RED.kmin, kmax: float = RED.kmax,
-                pmax: float = RED.pmax, tau_alpha: float = P.alpha_timer, timer: float = P.increase_timer,
-                byte_counter: float = P.byte_counter, rate_ai: float = P.rate_ai, packet: int = 1000) -> dict:
+def fixed_point(flows: int, *, model: FluidModel = FluidModel()) -> dict:
     """CoNEXT'16's approximate fixed point: p* = cbrt(R_AI N^2/(tau' C^2) (1/B + N/(T C))^2), q* from RED."""
+    capacity, packet, kmin, kmax, pmax = model.capacity, model.packet, model.red.kmin, model.red.kmax, model.red.pmax
+    tau_alpha, timer, byte_counter, rate_ai = model.params.alpha_timer, model.params.increase_timer, \
+        model.params.byte_counter, model.params.rate_ai
     C, B, r_ai = capacity / packet, byte_counter / packet, rate_ai / packet
     p = (r_ai * flows**2 / (tau_alpha * C**2) * (1 / B + flows / (timer * C)) ** 2) ** (1 / 3)
     q = (p / pmax * (kmax - kmin) + kmin) if p <= pmax else float("inf")

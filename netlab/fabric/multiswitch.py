@@ -184,22 +184,27 @@ class SwitchedNetwork:
         self.choosers.append(c)
         return c
 
-    def flow(self, name: str, src_slot: int, dst_slot: int, size: int, start: float, transport: str,
-             rto_min: float, options: dict | None = None, chooser=None, on_done=None):
-        """A flow of `size` bytes from endpoint slot `src_slot` to `dst_slot` with `transport` (not yet added)."""
+    def flow(self, name: str, src_slot: int, dst_slot: int, size: int, *, start: float = 0.0, transport: str,
+             chooser=None, on_done=None):
+        """A flow of `size` bytes from endpoint slot `src_slot` to `dst_slot`, of `transport`'s kind (not yet
+        added; its sender is ``transport.make(transport, flow, rto_min, ...)``, ``sender``)."""
         src, dst = self.node(src_slot), self.node(dst_slot)
         paths = self.paths(src, dst)
         template = paths[chooser.ev] if isinstance(chooser, mp.ECMP) else paths[0]
         if self.planes > 1:
             template = [self.host_nics[src]] + template[1:]
         cls = tp.flow_class(transport)
-        f = cls(self.fabric, name, template, max(int(size), 1), start, mss=self.mss, on_done=on_done)
+        f = cls(self.fabric, name, template, max(int(size), 1), start=start, mss=self.mss, on_done=on_done)
         f.overhead = self.overhead
         f.multipath = chooser
         f.line = template[0].rate * self.planes
         f.receiver, f.receiver_rate = dst, paths[0][-1].rate * self.planes
-        sender = tp.make(transport, f, rto_min, **(options or {}))
-        return f, sender
+        return f
+
+    @staticmethod
+    def sender(transport: str, flow, rto_min: float, options: dict | None = None):
+        """`flow`'s sender: ``transport.make`` with `options` (its further keywords)."""
+        return tp.make(transport, flow, rto_min, **(options or {}))
 
     # ---- failures ----------------------------------------------------------------------------------
     def fail(self, failure) -> list[Port]:

@@ -89,15 +89,16 @@ class Ideal(Paced):
 class DCQCN(Paced):
     ect = True
 
-    def __init__(self, flow, rto_min: float = RTO_MIN, g: float = DCQCN_PARAMS.g,
-                 alpha_timer: float = DCQCN_PARAMS.alpha_timer, increase_timer: float = DCQCN_PARAMS.increase_timer,
-                 byte_counter: float = DCQCN_PARAMS.byte_counter,
-                 fast_recovery_steps: int = DCQCN_PARAMS.fast_recovery_steps, rate_ai: float | None = None,
-                 rate_hai: float | None = None, min_rate: float | None = None):
+    def __init__(self, flow, rto_min: float = RTO_MIN, *, params: DCQCNParams = DCQCN_PARAMS,
+                 min_rate: float | None = None):
+        """``params``: DCQCN's constants (``DCQCNParams``); ``min_rate`` (bytes/s): the floor of a cut, by
+        default 1/400 of the NIC's line rate."""
         super().__init__(flow, rto_min)
-        self.g, self.tau_alpha, self.T, self.B, self.F = g, alpha_timer, increase_timer, byte_counter, fast_recovery_steps
-        self.r_ai = rate_ai if rate_ai is not None else DCQCN_PARAMS.rate_ai               # bytes/s
-        self.r_hai = rate_hai if rate_hai is not None else DCQCN_PARAMS.hai_ratio * self.r_ai
+        P = params
+        self.g, self.tau_alpha, self.T, self.B, self.F = P.g, P.alpha_timer, P.increase_timer, P.byte_counter, \
+            P.fast_recovery_steps
+        self.r_ai = P.rate_ai                                                             # bytes/s
+        self.r_hai = P.hai_ratio * self.r_ai
         self.min_rate = min_rate if min_rate is not None else self.line / 400
         self.rt = self.line
         self.alpha = 1.0
