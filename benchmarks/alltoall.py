@@ -29,7 +29,7 @@ def main() -> None:
     print(f"# {'p':>2} {'algo':>10} {'S (B)':>10} {'time (us)':>11} {'formula (us)':>12} {'busbw GB/s':>10} check")
     for p in (2, 4, 8):
         for algo in ("pairwise", "concurrent"):
-            for r in bench("alltoall", algo, p, [64 << 10], net, check=True) + bench("alltoall", algo, p, [64 << 20], net):
+            for r in bench("alltoall", algo, p, [64 << 10], network=net, check=True) + bench("alltoall", algo, p, [64 << 20], network=net):
                 print(f"  {p:>2} {algo:>10} {r['bytes']:>10} {r['time_s'] * 1e6:>11.2f} {r['predicted_s'] * 1e6:>12.2f} "
                       f"{r['busbw_GBps']:>10.3f} {r['check'] or 'size-only'}")
     ratios = [float(x) for x in args.ratios.split(",")]

@@ -64,7 +64,7 @@ def main() -> None:
             topo = build()
             built = min(built, time.perf_counter() - start)
             start = time.perf_counter()
-            r = sim.simulate(topo, "allreduce", algo, MB64, ranks, placement=placement, seed=1)
+            r = sim.simulate(sim.Simulator(topo, ranks, placement=placement, seed=1), "allreduce", algo, MB64)
             best = min(best, time.perf_counter() - start)
         mark = "" if target is None else (f"< {target:g} s" if best < target else f"MISSED {target:g} s")
         print(f"  {name:64s} {built:8.3f} {best:10.3f} {mark:>7s} {r.step_times.size:6d} "

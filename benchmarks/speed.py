@@ -46,7 +46,7 @@ def sim_ring_1024():
     from netlab import sim
     from netlab.net import fabrics
     topo = fabrics.fat_tree(16)
-    return timed(lambda: sim.simulate(topo, "allreduce", "ring", 64 << 20, 1024, placement="shuffled", seed=1))[0]
+    return timed(lambda: sim.simulate(sim.Simulator(topo, 1024, placement="shuffled", seed=1), "allreduce", "ring", 64 << 20))[0]
 
 
 def sim_hierarchical_4096():
@@ -54,7 +54,7 @@ def sim_hierarchical_4096():
     from netlab.net import fabrics
     from netlab.net.topology import Host
     topo = fabrics.fat_tree(16, host=Host(8, nics=1), hosts=512)
-    return timed(lambda: sim.simulate(topo, "allreduce", "hierarchical", 64 << 20, 4096, seed=1))[0]
+    return timed(lambda: sim.simulate(sim.Simulator(topo, 4096, seed=1), "allreduce", "hierarchical", 64 << 20))[0]
 
 
 def _exit_rank_1(comm):

@@ -9,7 +9,7 @@ import netlab
 from netlab.collectives import bench, cost
 from netlab import collectives as C
 from netlab.net import fabrics
-from netlab.sim import alltoall as sim_a2a, simulate
+from netlab.sim import Simulator, alltoall as sim_a2a, simulate
 
 NET = netlab.network("100Gbit/s", "5us")
 
@@ -54,7 +54,7 @@ def test_virtual_time_is_p_minus_one_blocks_each_way(algo):
 
 
 def test_bench_reports_nccl_tests_busbw_and_checks_against_torch():
-    rows = bench.bench("alltoall", "pairwise", 4, [4 << 10, 64 << 20], NET, check=True)
+    rows = bench.bench("alltoall", "pairwise", 4, [4 << 10, 64 << 20], network=NET, check=True)
     for r in rows:
         assert r["check"] == "ok" and r["count"] * 4 == r["bytes"] and r["count"] % 4 == 0
         assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * 3 / 4)
@@ -87,7 +87,7 @@ def test_k4_fat_tree_link_bytes_by_hand():
     Aggregation -> core: 4 hosts x 12 blocks leave the pod, over 4 core links: 12 blocks each."""
     topo = fabrics.fat_tree(4)
     s = 16 * 4096
-    r = simulate(topo, "alltoall", "concurrent", s, routing="spray")
+    r = simulate(Simulator(topo, routing="spray"), "alltoall", "concurrent", s)
     block = s / 16
     labels = [topo.link_label(i) for i in range(topo.links)]
     loads = {lab: b for lab, b in zip(labels, r.link_bytes)}
@@ -98,7 +98,7 @@ def test_k4_fat_tree_link_bytes_by_hand():
             assert b == pytest.approx(14 * block), lab
         if lab.startswith("agg") and "->core" in lab:
             assert b == pytest.approx(12 * block), lab
-    ring = simulate(topo, "allreduce", "ring", s, routing="spray")
+    ring = simulate(Simulator(topo, routing="spray"), "allreduce", "ring", s)
     # ring in topology order: each step one flow of S/16 leaves every edge, split over its 2 uplinks
     up = [b for lab, b in zip(labels, ring.link_bytes) if lab.startswith("edge") and "->agg" in lab]
     assert up == pytest.approx([2 * 15 * block / 2] * len(up))

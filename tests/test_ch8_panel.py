@@ -49,8 +49,7 @@ def test_every_cell_of_the_grid_is_the_simulator_and_the_closed_form(pattern):
 def test_the_panel_shows_the_simulated_setting():
     panel = Ch8Panel(pattern="all-to-all", ratio=4, placement="packed", hosts=32, size="16M", bandwidth="100Gbit/s")
     topo = fabrics.spine_leaf(4, 2, 4, 8, nic=Link(12.5e9, 5e-6))
-    ref = sim.simulate(topo, "alltoall", "concurrent", parse_bytes("16M"), 32, placement=place(topo, 32, "packed"),
-                       routing="spray")
+    ref = sim.simulate(sim.Simulator(topo, 32, placement=place(topo, 32, "packed"), routing="spray"), "alltoall", "concurrent", parse_bytes("16M"))
     assert panel.error is None and panel.last["chosen"]["time_s"] == ref.time_s
     assert fmt_time(ref.time_s) in panel.text and "cross the spine" in panel.text
     # 8 ranks a leaf: 24 of each rank's 32 blocks leave it

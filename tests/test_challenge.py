@@ -42,7 +42,7 @@ def _allreduce(comm, n, algo):
 @pytest.mark.parametrize("n", [1024, 1 << 18])
 def test_a_ring_on_the_flow_fabric_takes_what_the_simulator_says(n):
     topo = _small_topology()
-    net = netlab.network(preset="100GbE", ranks_per_host=2, intra_preset="NVLink3", congestion=FlowFabric(topo))
+    net = netlab.network(preset="100GbE", ranks_per_host=2, intra="NVLink3", congestion=FlowFabric(topo))
     res = netlab.run(_allreduce, n, "ring", ranks=8, network=net, timeout=120)
     assert set(res.values) == {(8.0, 8.0)}
     expected = sim.Simulator(topo, 8).run(collectives.schedule("allreduce", "ring", 8, n)).time_s
@@ -66,7 +66,7 @@ def test_accelerators_behind_one_nic_share_it():
     k, n = 4, 1 << 20
     topo = fabrics.spine_leaf(leaves=1, spines=1, ratio=1, ports_per_leaf=2, nic="100GbE", host=Host(k, nics=1),
                               hosts=2)
-    net = netlab.network(preset="100GbE", ranks_per_host=k, intra_preset="NVLink3", congestion=FlowFabric(topo))
+    net = netlab.network(preset="100GbE", ranks_per_host=k, intra="NVLink3", congestion=FlowFabric(topo))
     res = netlab.run(_fan_out, n, k, ranks=2 * k, network=net, timeout=120)
     nic = netlab.Link.of(preset="100GbE")
     assert res.fabric["last_delivery"] == pytest.approx(nic.latency + k * n / nic.bandwidth, rel=1e-9)

@@ -95,12 +95,12 @@ def test_bench_command_json_and_check(run_cli):
 
 
 def test_wall_clock_bench_against_torch_runs():
-    from netlab.collectives.bench import bench
-    rows = bench("allreduce", "torch", 2, [4096], None, iters=2) + bench("allreduce", "ring", 2, [4096], None, iters=2)
+    from netlab.collectives.bench import Timing, bench
+    rows = bench("allreduce", "torch", 2, [4096], timing=Timing(iters=2)) + bench("allreduce", "ring", 2, [4096], timing=Timing(iters=2))
     assert all(r["time_s"] > 0 and r["predicted_s"] is None and r["clock"] == "wall" for r in rows)
     assert cost.busbw("allreduce", 2, 4096, rows[0]["time_s"]) > 0
     for collective in ("broadcast", "reduce", "allgather", "reduce_scatter"):     # torch's own, for every one
-        assert bench(collective, "torch", 2, [4096], None, iters=1)[0]["time_s"] > 0
+        assert bench(collective, "torch", 2, [4096], timing=Timing(iters=1))[0]["time_s"] > 0
 
 
 @pytest.mark.slow                       # torchrun

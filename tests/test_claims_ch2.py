@@ -29,7 +29,7 @@ def halving_doubling_s(p, n, alpha=A, bw=B):
 
 
 def measured(algo, p, n, net=NET):
-    return bench("allreduce", algo, p, [n], net)[0]["time_s"]
+    return bench("allreduce", algo, p, [n], network=net)[0]["time_s"]
 
 
 @claim("ch2.naive-linear-ring-below-2x")
@@ -65,7 +65,7 @@ def test_recursive_doubling_of_1kib_is_slower_on_6_ranks_than_on_8():
 
 @claim("ch2.busbw-approaches-link")
 def test_ring_busbw_approaches_but_never_exceeds_the_link_at_large_sizes():
-    rows = bench("allreduce", "ring", 8, [1 << 10, 1 << 20, 1 << 24], NET)
+    rows = bench("allreduce", "ring", 8, [1 << 10, 1 << 20, 1 << 24], network=NET)
     busbw = [r["busbw_GBps"] * 1e9 for r in rows]
     assert busbw == sorted(busbw)
     assert 0.95 * B < busbw[-1] < B                                  # 12.14 of 12.5 GB/s at 16 MiB
@@ -74,7 +74,7 @@ def test_ring_busbw_approaches_but_never_exceeds_the_link_at_large_sizes():
 
 @claim("ch2.nics-not-algorithm")
 def test_most_of_the_rails_lead_is_four_nics_and_the_rest_the_algorithms_1_75_against_1():
-    hosts = netlab.network(preset="25GbE", ranks_per_host=4, intra_preset="NVLink3")
+    hosts = netlab.network(preset="25GbE", ranks_per_host=4, intra="NVLink3")
     n = 16 << 20
     ring, rail = measured("ring", 8, n, hosts), measured("hierarchical_rail", 8, n, hosts)
     alpha, bw = hosts.nic.latency, hosts.nic.bandwidth

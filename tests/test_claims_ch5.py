@@ -43,8 +43,7 @@ def test_the_slowest_shuffled_flow_gets_about_half_the_even_share_at_every_ratio
     for seed in range(6):
         times, shares = {}, {}
         for ratio in (1, 2, 4):
-            r = sim.simulate(fabrics.spine_leaf(8, 4, ratio, 16, nic="100GbE"), "allreduce", "ring", MB64,
-                             placement="shuffled", seed=seed)
+            r = sim.simulate(sim.Simulator(fabrics.spine_leaf(8, 4, ratio, 16, nic="100GbE"), placement="shuffled", seed=seed), "allreduce", "ring", MB64)
             times[ratio], shares[ratio] = r.time_s, r.slowest_flow * ratio           # slowest / (B / ratio)
         assert len({round(s, 9) for s in shares.values()}) == 1, seed                # the same collisions at each ratio
         assert 0.35 < shares[1] < 0.75, (seed, shares[1])                            # "about half"

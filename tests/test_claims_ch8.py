@@ -132,8 +132,8 @@ def test_the_pipeline_wins_at_1_gbit_data_parallelism_on_fast_links_and_the_bubb
 def test_the_all_to_all_equals_torch_costs_its_formula_and_reaches_the_port():
     for p in (2, 4):
         for algo in ("pairwise", "concurrent"):
-            small, large = bench("alltoall", algo, p, [64 << 10], INA_NET, check=True)[0], \
-                bench("alltoall", algo, p, [64 << 20], INA_NET)[0]
+            small, large = bench("alltoall", algo, p, [64 << 10], network=INA_NET, check=True)[0], \
+                bench("alltoall", algo, p, [64 << 20], network=INA_NET)[0]
             assert small["check"] == "ok"                                        # torch's all_to_all_single
             for r in (small, large):
                 by_hand = (p - 1) * (5e-6 + r["bytes"] / p / 12.5e9)

@@ -46,7 +46,7 @@ def test_virtual_time_matches_the_formula_within_one_percent(collective, algo):
     hierarchical = algo.startswith("hierarchical")
     worlds = range(2, 17, 2) if hierarchical else range(2, 17)
     for p in worlds:
-        net = netlab.network("100Gbit/s", "5us", ranks_per_host=2 if hierarchical else 1, intra_preset="NVLink3")
+        net = netlab.network("100Gbit/s", "5us", ranks_per_host=2 if hierarchical else 1, intra="NVLink3")
         for nbytes, t in zip(SIZES, measured(collective, algo, p, net)):
             s = nbytes // 4 // (p if collective in WHOLE else 1) * 4 * (p if collective in WHOLE else 1)
             predicted = cost.time(collective, algo, p, s, network=net)

@@ -49,9 +49,9 @@ def test_ideal_transport_with_unlimited_buffers_gives_exactly_todays_times():
     # chapter 1's step and chapter 2's bench (which restarts the clock between sizes) through the context
     with netlab.congestion(Congestion()):
         step = measure_step(ranks=4, bandwidth="1Gbit/s", latency="5us", width=128)
-        rows = bench("allreduce", "halving_doubling", 6, [1 << 10, 1 << 20], netlab.network("25Gbit/s", "2us"))
+        rows = bench("allreduce", "halving_doubling", 6, [1 << 10, 1 << 20], network=netlab.network("25Gbit/s", "2us"))
     assert step.total_s == measure_step(ranks=4, bandwidth="1Gbit/s", latency="5us", width=128).total_s
-    plain_rows = bench("allreduce", "halving_doubling", 6, [1 << 10, 1 << 20], netlab.network("25Gbit/s", "2us"))
+    plain_rows = bench("allreduce", "halving_doubling", 6, [1 << 10, 1 << 20], network=netlab.network("25Gbit/s", "2us"))
     assert [r["time_s"] for r in rows] == [r["time_s"] for r in plain_rows]
 
 

@@ -59,7 +59,7 @@ CALLS = {
     "08_codesign_and_parallelism.ipynb":
         'runs = {m: measure(m, bandwidth="10Gbit/s", ranks=2, width=64, layers=2, batch=16, micro_batches=2) for m in MODES}\n'
         'assert all(r.step_s > 0 for r in runs.values())\n'
-        'assert bench("alltoall", "pairwise", 2, [4096], network("10Gbit/s", "5us"), check=True)[0]["check"] == "ok"\n'
+        'assert bench("alltoall", "pairwise", 2, [4096], network=network("10Gbit/s", "5us"), check=True)[0]["check"] == "ok"\n'
         'panel = Ch8Panel(hosts=8)\n'
         'assert panel.error is None and panel.last["chosen"]["time_s"] > 0',
 }

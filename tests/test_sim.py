@@ -70,7 +70,7 @@ def test_matches_the_closed_form_cost_on_a_non_blocking_fat_tree(collective, alg
     topo = fabrics.fat_tree(k)
     simulator = sim.Simulator(topo, routing=spray_or_ecmp(algo))
     for nbytes in SIZES:
-        r = sim.simulate(topo, collective, algo, nbytes, simulator=simulator)
+        r = sim.simulate(simulator, collective, algo, nbytes)
         predicted = cost.time(collective, algo, topo.size, r.nbytes, network=topo.network())
         assert r.time_s == pytest.approx(predicted, rel=0.01), f"S={r.nbytes}"
         # no flow below line rate; all-to-all's concurrent schedule has p-1 flows on every port by design
@@ -90,7 +90,7 @@ def test_reductions_cost_gamma_per_byte_as_the_formula_says():
     net = topo.network()
     gamma = 1 / 5e9
     for algo in ("ring", "halving_doubling"):
-        r = sim.simulate(topo, "allreduce", algo, 64 << 20, gamma=gamma, routing="spray")
+        r = sim.simulate(sim.Simulator(topo, routing="spray", gamma=gamma), "allreduce", algo, 64 << 20)
         net_g = type(net)(net.nic, 1, None, gamma)
         assert r.time_s == pytest.approx(cost.time("allreduce", algo, 16, r.nbytes, network=net_g), rel=0.01)
 
@@ -109,7 +109,7 @@ def test_uniform_sizes_take_the_same_time_by_the_scaled_profile_and_by_waves():
 
 def test_link_bytes_add_up_to_what_the_ranks_sent():
     topo = fabrics.spine_leaf(4, 2, 2, 4)
-    r = sim.simulate(topo, "allreduce", "ring", 1 << 20, placement="shuffled", seed=1, record=True)
+    r = sim.simulate(sim.Simulator(topo, placement="shuffled", seed=1), "allreduce", "ring", 1 << 20, record=True)
     sent = r.messages[2].sum()
     assert r.link_bytes[topo.link_kind == 0].sum() == pytest.approx(2 * sent)  # each byte up one NIC, down another
     assert r.utilization.max() <= 1 + 1e-9
@@ -118,7 +118,7 @@ def test_link_bytes_add_up_to_what_the_ranks_sent():
 def test_contention_slows_a_shuffled_ring_and_the_bottleneck_is_a_fabric_link():
     topo = fabrics.fat_tree(8)
     ordered = sim.simulate(topo, "allreduce", "ring", 64 << 20)
-    shuffled = sim.simulate(topo, "allreduce", "ring", 64 << 20, placement="shuffled", seed=0)
+    shuffled = sim.simulate(sim.Simulator(topo, placement="shuffled", seed=0), "allreduce", "ring", 64 << 20)
     assert shuffled.time_s > 2 * ordered.time_s
     assert topo.kind_of(shuffled.bottleneck) == "fabric" and topo.kind_of(ordered.bottleneck) == "nic"
     assert set(shuffled.time_by_bottleneck_kind()) == {"fabric"}
@@ -159,6 +159,6 @@ def test_hop_latency_is_paid_once_per_switch_a_message_passes():
 @pytest.mark.parametrize("topo, placement", [(fabrics.ring(8), "ordered"),
                                               (fabrics.torus(2, 4), [0, 1, 2, 3, 7, 6, 5, 4])])   # a snake
 def test_a_ring_all_reduce_on_a_direct_network_is_the_formula_when_every_hop_is_one_link(topo, placement):
-    r = sim.simulate(topo, "allreduce", "ring", 64 << 20, placement=placement)
+    r = sim.simulate(sim.Simulator(topo, placement=placement), "allreduce", "ring", 64 << 20)
     assert r.time_s == pytest.approx(cost.time("allreduce", "ring", 8, r.nbytes, network=topo.network()), rel=0.01)
     assert r.placement == ("ordered" if placement == "ordered" else "custom")

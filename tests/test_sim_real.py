@@ -34,7 +34,7 @@ def test_allreduce_on_one_link_class(algo, ranks):
 @pytest.mark.parametrize("gamma", [0.0, 1 / 5e9])
 def test_hosts_with_a_fast_intra_link_and_a_nic(algo, gamma):
     """Two link classes on the real ranks (ranks_per_host, intra_preset) and in the simulator."""
-    net = netlab.network("100Gbit/s", "5us", ranks_per_host=4, intra_preset="NVLink3", gamma=gamma)
+    net = netlab.network("100Gbit/s", "5us", ranks_per_host=4, intra="NVLink3", gamma=gamma)
     for nbytes in SIZES:
         d = side_by_side(net, 8, "allreduce", algo, nbytes=nbytes)
         agree(d)

@@ -75,7 +75,7 @@ def test_hierarchical_schedules_run_sprayed_on_multi_gpu_servers_at_the_formulas
     host = Host(gpus, nics=gpus, rail=True)
     topo = fabrics.parse("spineleaf:4:4:1", 32, host=host)
     collective, algo = collectives.resolve("allreduce", algo)
-    r = sim.simulate(topo, collective, algo, 16 << 20, 32, routing="spray")
+    r = sim.simulate(sim.Simulator(topo, 32, routing="spray"), collective, algo, 16 << 20)
     formula = cost.time(collective, algo, 32, r.nbytes, network=topo.network())
     assert r.time_s == pytest.approx(formula, rel=1e-6)
 

@@ -59,7 +59,7 @@ def test_chapter_5_greys_the_nic_design_for_one_gpu_servers_and_the_seed_where_n
 def test_what_chapter_5_greys_out_does_not_change_the_simulated_run(fabric, algo):
     def run(nics, seed, placement="ordered", routing="spray", gpus=1):
         topo = panel_fabric(fabric=fabric, k=8, ratio=4.0, gpus=gpus, nics=nics, ranks=32)
-        r = sim.simulate(topo, "allreduce", algo, 16 << 20, 32, placement=placement, routing=routing, seed=seed)
+        r = sim.simulate(sim.Simulator(topo, 32, placement=placement, routing=routing, seed=seed), "allreduce", algo, 16 << 20)
         return r.time_s, r.bottleneck_label, r.link_bytes.sum()
     assert run("rail", 0) == run("tor", 0) == run("single", 0) == run("rail", 11)       # both greyed
     assert run("rail", 0, "shuffled", "ecmp") == run("single", 0, "shuffled", "ecmp")   # one GPU: nics greyed

@@ -77,7 +77,7 @@ class Task:
         """The network real ranks run on: this task's spine-leaf as a flow-level fabric."""
         from ..cosim.flows import FlowFabric
         from ..net.network import network
-        return network(preset=self.nic, ranks_per_host=self.accelerators, intra_preset=self.intra,
+        return network(preset=self.nic, ranks_per_host=self.accelerators, intra=self.intra,
                        congestion=FlowFabric(self.topology(), routing=self.routing, seed=self.seed, causal=True))
 
     def describe(self) -> str:

@@ -83,8 +83,8 @@ def main(args) -> int:
     import os
 
     from .. import collectives
-    from ..collectives.bench import bench, check_bench
-    from ..net.network import network
+    from ..collectives.bench import Timing, bench, check_bench
+    from ..net.network import intra_link, network
     ranks = args.ranks if args.ranks is not None else int(os.environ.get("WORLD_SIZE", 8))
     sizes = parse_size_range(args.sizes, "sizes")
     emulate = any(v is not None for v in (args.bandwidth, args.latency, args.preset))
@@ -97,9 +97,9 @@ def main(args) -> int:
         if args.preset is None:                          # '' is a value (refused), not "the default"
             args.bandwidth = "10Gbit/s" if args.bandwidth is None else args.bandwidth
             args.latency = "5us" if args.latency is None else args.latency
-        net = network(args.bandwidth, args.latency, args.preset, ranks_per_host=args.ranks_per_host,
-                      intra_bandwidth=args.intra_bandwidth, intra_latency=args.intra_latency,
-                      intra_preset=args.intra_preset)
+        given = (args.intra_bandwidth, args.intra_latency, args.intra_preset)
+        intra = intra_link(*given) if args.ranks_per_host > 1 or any(v is not None for v in given) else None
+        net = network(args.bandwidth, args.latency, args.preset, ranks_per_host=args.ranks_per_host, intra=intra)
     if args.algo == "ina" or args.chunks is not None:
         return _ina(args, ranks, sizes, net)
     default = DEFAULT_ALGO.get(args.collective, "ring")
@@ -108,10 +108,12 @@ def main(args) -> int:
         algos = [a for a in collectives.ALGORITHMS[args.collective]
                  if not (a.startswith("hierarchical") and ranks % args.ranks_per_host)]
     for algo in algos:                                   # every check before the first rank starts
-        check_bench(args.collective, algo, ranks, sizes, net, args.dtype, args.check, args.iters, args.warmup)
+        check_bench(args.collective, algo, ranks, sizes, network=net, dtype=args.dtype, check=args.check,
+                    timing=Timing(iters=args.iters, warmup=args.warmup))
     rows = []
     for algo in algos:
-        rows += bench(args.collective, algo, ranks, sizes, net, args.dtype, args.check, args.iters, args.warmup)
+        rows += bench(args.collective, algo, ranks, sizes, network=net, dtype=args.dtype, check=args.check,
+                      timing=Timing(iters=args.iters, warmup=args.warmup))
     text = _table(rows, net.describe() if net else "none: wall clock on the real transport")
     emit(rows, args.json, text)
     if args.check and any(r["check"] != "ok" for r in rows):

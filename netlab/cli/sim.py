@@ -117,7 +117,7 @@ def main(args) -> int:
     else:
         default = {"broadcast": "tree", "reduce": "tree", "alltoall": "concurrent"}.get(args.collective, "ring")
         collective, algo = collectives.resolve(args.collective, default if args.algo is None else args.algo)
-        result = sim.simulate(topo, collective, algo, nbytes, ranks, simulator=simulator)
+        result = sim.simulate(simulator, collective, algo, nbytes)
         one_per_host = collective != "alltoall" or topo.accelerators_per_host == 1   # its formula: one rank per host
         if (not algo.startswith("hierarchical") or ranks % topo.accelerators_per_host == 0) and one_per_host:
             formula = cost.time(collective, algo, ranks, result.nbytes, network=topo.network())

@@ -17,6 +17,7 @@ collective for comparison.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
@@ -62,7 +63,7 @@ def _once(comm, collective, algo, x, count, dtype):
     return collectives.CALLS[collective](comm, x, algo=algo, count=count, dtype=dtype)
 
 
-def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check: bool, iters: int, warmup: int):
+def _bench_rank(comm, collective: str, algo: str, sizes, *, dtype, real: bool, check: bool, iters: int, warmup: int):
     """Runs on every rank: per size, (S, count, seconds, check result); `dtype` is torch's name for it."""
     dtype = getattr(torch, dtype)
     out = []
@@ -94,8 +95,22 @@ def bench_rank(comm, collective: str, algo: str, sizes, dtype, real: bool, check
     return out
 
 
-def check_bench(collective: str, algo: str, ranks: int, sizes, network: Network | None, dtype: str, check: bool,
-                iters: int, warmup: int) -> tuple[str, str]:
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """How ``bench`` times a size on the wall clock: ``warmup`` calls untimed, then the mean of ``iters``
+    calls (on the virtual clock one call is timed); ``timeout``: seconds the whole run may take."""
+    iters: int = 5
+    warmup: int = 1
+    timeout: float = 600.0
+
+    def __post_init__(self):
+        validate.whole(self.iters, "iters", 1, MAX_ITERS)
+        validate.whole(self.warmup, "warmup", 0, MAX_ITERS)
+        validate.positive(self.timeout, "timeout")
+
+
+def check_bench(collective: str, algo: str, ranks: int, sizes, *, network: Network | None = None,
+                dtype: str = "float", check: bool = False, timing: Timing = Timing()) -> tuple[str, str]:
     """Every setting of ``bench``, checked before a rank starts; returns (collective, algorithm) resolved.
 
     Refuses, with the estimate, what would not fit in memory: on the wall clock (or with ``check``)
@@ -110,8 +125,8 @@ def check_bench(collective: str, algo: str, ranks: int, sizes, network: Network 
         collective, algo = collectives.resolve(collective, algo)
     if dtype not in DTYPES:
         raise ValueError(f"dtype: unknown {dtype!r}; choose one of {', '.join(DTYPES)}")
-    validate.whole(iters, "iters", 1, MAX_ITERS)
-    validate.whole(warmup, "warmup", 0, MAX_ITERS)
+    if not isinstance(timing, Timing):
+        raise ValueError(f"timing: must be a netlab.collectives.bench.Timing, got {timing!r}")
     pool.check_ranks(ranks)
     if not sizes:
         raise ValueError("sizes: no size given")
@@ -124,23 +139,24 @@ def check_bench(collective: str, algo: str, ranks: int, sizes, network: Network 
             raise ValueError(f"ranks_per_host: {algo} needs whole hosts: {ranks} ranks are not a multiple of "
                              f"{network.ranks_per_host}")
     if (check or network is None) and not launch.under_torchrun():
-        buffers = (iters if network is None else 0) + 3
+        buffers = (timing.iters if network is None else 0) + 3
         validate.too_big("sizes", ranks * buffers * max(sizes), 0.9 * memory.memory_limit(),
                          f"{ranks} ranks x {buffers} buffers x {max(sizes):.3g} B of memory", unit=" B")
     return collective, algo
 
 
-def bench(collective: str, algo: str, ranks: int, sizes, network: Network | None = None, dtype: str = "float",
-          check: bool = False, iters: int = 5, warmup: int = 1, timeout: float = 600.0) -> list[dict]:
+def bench(collective: str, algo: str, ranks: int, sizes, *, network: Network | None = None, dtype: str = "float",
+          check: bool = False, timing: Timing = Timing()) -> list[dict]:
     """One row per size: collective, algo, ranks, bytes, count, type, time_s, predicted_s, algbw/busbw (GB/s)."""
     from ..runtime import launch, memory, shared
-    collective, algo = check_bench(collective, algo, ranks, sizes, network, dtype, check, iters, warmup)
+    collective, algo = check_bench(collective, algo, ranks, sizes, network=network, dtype=dtype, check=check,
+                                   timing=timing)
     real = check or network is None
     if real and not launch.under_torchrun():
         shared.check_memory(ranks, memory.rank_bytes(max(sizes), 4, memory.LIGHT_RANK_BASE), "this benchmark")
     torch_dtype = DTYPES[dtype]
-    res = launch.run(bench_rank, collective, algo, list(sizes), torch_dtype, real, check, iters, warmup,
-                      ranks=ranks, network=network, timeout=timeout)
+    res = launch.run(_bench_rank, collective, algo, list(sizes), dtype=torch_dtype, real=real, check=check,
+                     iters=timing.iters, warmup=timing.warmup, ranks=ranks, network=network, timeout=timing.timeout)
     rows = []
     for i, (s, count, _, _) in enumerate(res.values[0]):
         seconds = max(v[i][2] for v in res.values)       # the slowest rank ends the collective

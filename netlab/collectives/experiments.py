@@ -68,7 +68,7 @@ def ring_snapshots(ranks: int = 4) -> list[list[list[int]]]:
 def measure(ranks: int, sizes, bandwidth: str, latency: str, *, algos=FLAT) -> list[dict]:
     """bench() of every algorithm over the sizes: virtual time, formula, algbw, busbw."""
     net = network(bandwidth, latency)
-    return [row for algo in algos for row in bench("allreduce", algo, ranks, sizes, net)]
+    return [row for algo in algos for row in bench("allreduce", algo, ranks, sizes, network=net)]
 
 
 def latency_sweep(ranks_list=(2, 4, 8, 16), algos=("ring", "tree", "recursive_doubling"), size: int = 1024,
@@ -76,4 +76,4 @@ def latency_sweep(ranks_list=(2, 4, 8, 16), algos=("ring", "tree", "recursive_do
     """One small message on growing worlds: where the alpha terms of each algorithm show."""
     net = network(bandwidth, latency)
     shared.get_cluster(max(ranks_list))                                 # one pool for the whole sweep
-    return [row for p in ranks_list for algo in algos for row in bench("allreduce", algo, p, [size], net)]
+    return [row for p in ranks_list for algo in algos for row in bench("allreduce", algo, p, [size], network=net)]

@@ -162,15 +162,24 @@ def congestion(spec):
         _congestion.reset(token)
 
 
+def intra_link(bandwidth=None, latency=None, preset: str | None = None) -> Link:
+    """The link between accelerators inside a host from human units and/or a preset (NVLink3 unless a
+    bandwidth or another preset is given); errors name intra_bandwidth and intra_latency."""
+    if bandwidth is None and preset is None:
+        preset = "NVLink3"
+    return Link.of(bandwidth, latency, preset, names=("intra_bandwidth", "intra_latency"))
+
+
 def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_per_host: int = 1,
-            intra_bandwidth=None, intra_latency=None, intra_preset: str | None = None,
-            gamma: float = 0.0, congestion=None, framing=None) -> Network:
+            intra: Link | str | None = None, gamma: float = 0.0, congestion=None, framing=None) -> Network:
     """Network from human units: ``network('10Gbit/s', '5us')`` or ``network(preset='100GbE')``.
 
     ``congestion=Congestion('reno', buffer='64K')`` (``netlab.fabric.Congestion``) puts a switch with
     buffers between the ranks and times every message with that transport (real ranks only).
     ``framing='tcp'`` (or 'rocev2', 'uet', 'tcp:9000', a ``netlab.net.framing.Framing``) counts each
     packet's headers on the NIC links, at that MTU (``net/framing.py``).
+    ``intra``: the link between a host's ranks, a preset name ('NVLink3') or a ``Link`` (``intra_link``
+    builds one from units); by default NVLink3 when ``ranks_per_host`` > 1.
     """
     nic = Link.of(bandwidth, latency, preset)
     if framing is not None:
@@ -178,9 +187,10 @@ def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_pe
 
         from .framing import parse
         nic = dataclasses.replace(nic, framing=parse(framing))
-    intra = None
-    if ranks_per_host > 1 or intra_bandwidth is not None or intra_latency is not None or intra_preset is not None:
-        if intra_bandwidth is None and intra_preset is None:
-            intra_preset = "NVLink3"
-        intra = Link.of(intra_bandwidth, intra_latency, intra_preset, names=("intra_bandwidth", "intra_latency"))
+    if isinstance(intra, str):
+        intra = intra_link(preset=intra)
+    elif intra is None and ranks_per_host > 1:
+        intra = intra_link()
+    elif intra is not None and not isinstance(intra, Link):
+        raise ValueError(f"intra: a link preset name (e.g. 'NVLink3') or a netlab Link, got {intra!r}")
     return Network(nic, ranks_per_host, intra, gamma, congestion if congestion is not None else _congestion.get())

@@ -29,26 +29,33 @@ def steps(collective: str, algo: str, ranks: int, nbytes: int, *, ranks_per_host
     return collectives.schedule(collective, algo, ranks, count, ranks_per_host=ranks_per_host, root=root), s
 
 
-def simulate(topology: Topology, collective: str = "allreduce", algo: str = "ring", nbytes: int = 64 << 20,
-             ranks: int | None = None, *, placement: str = "ordered", routing: str = "ecmp", seed: int = 0,
-             gamma: float = 0.0, ranks_per_host: int | None = None, element_size: int = 4,
-             record: bool = False, simulator: Simulator | None = None) -> SimResult:
-    """Simulate one collective of S = `nbytes` on `ranks` ranks of `topology` (default: all of it).
+def simulate(on: Topology | Simulator, collective: str = "allreduce", algo: str = "ring", nbytes: int = 64 << 20, *,
+             ranks: int | None = None, ranks_per_host: int | None = None, element_size: int = 4,
+             record: bool = False) -> SimResult:
+    """Simulate one collective of S = `nbytes` on `ranks` ranks of a topology (default: all of it).
 
-    Hierarchical algorithms group ranks by the topology's accelerators per host unless
-    `ranks_per_host` says otherwise. Pass a ``Simulator`` to reuse its routes across sizes.
+    `on`: the ``Topology``, or a ``Simulator`` of it: where the ranks sit and how flows are routed
+    (``Simulator(topology, ranks, placement, routing, seed=..., gamma=...)``), whose routes are reused
+    across sizes. Hierarchical algorithms group ranks by the topology's accelerators per host unless
+    `ranks_per_host` says otherwise.
     """
     validate.whole(nbytes, "size", 1, int_only=True)                      # bytes
-    sim = simulator or Simulator(topology, ranks, placement, routing, seed=seed, gamma=gamma)
+    if isinstance(on, Simulator):
+        if ranks is not None:
+            raise ValueError("ranks: a Simulator already has its ranks; give them to Simulator(topology, ranks)")
+        sim = on
+    else:
+        sim = Simulator(on, ranks)
+    topology = sim.topology
     collective, algo = collectives.resolve(collective, algo)
     g = ranks_per_host or topology.accelerators_per_host
     schedule, s = steps(collective, algo, sim.ranks, nbytes, ranks_per_host=g, element_size=element_size)
     return sim.run(schedule, element_size, collective, algo, nbytes=s, record=record)
 
 
-def allreduce(topology: Topology, algo: str = "ring", nbytes: int = 64 << 20, ranks: int | None = None, **options):
-    """``simulate(topology, 'allreduce', algo, nbytes, ranks, ...)``."""
-    return simulate(topology, "allreduce", algo, nbytes, ranks, **options)
+def allreduce(on: Topology | Simulator, algo: str = "ring", nbytes: int = 64 << 20, **options):
+    """``simulate(on, 'allreduce', algo, nbytes, ...)``."""
+    return simulate(on, "allreduce", algo, nbytes, **options)
 
 
 __all__ = ["Simulator", "SimResult", "simulate", "allreduce", "steps", "counts", "max_min", "max_min_rates"]

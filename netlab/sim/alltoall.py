@@ -41,7 +41,7 @@ from .. import validate
 from ..collectives import counts
 from ..net import fabrics
 from ..net.network import Link
-from . import simulate
+from . import Simulator, simulate
 
 PATTERNS = {"ring all-reduce": ("allreduce", "ring"), "all-to-all": ("alltoall", "concurrent"),
             "all-to-all, pairwise": ("alltoall", "pairwise")}
@@ -84,7 +84,7 @@ def _run(k: int, ratio: float, pattern: str, nbytes: int, nic, routing: str):
     """One simulation, kept: a prediction question and the chapter's next cell ask for the same runs."""
     topo = fabrics.oversubscribed_fat_tree(k, ratio, nic)
     collective, algo = PATTERNS[pattern]
-    return topo, simulate(topo, collective, algo, nbytes, routing=routing)
+    return topo, simulate(Simulator(topo, routing=routing), collective, algo, nbytes)
 
 
 def bisection(k: int = 8, ratios=(1, 4), nbytes: int = 16 << 20, patterns=("ring all-reduce", "all-to-all"),

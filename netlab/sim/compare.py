@@ -15,7 +15,7 @@ from ..collectives import CALLS, counts, resolve
 from ..net import fabrics
 from ..net.network import Network
 from ..units import fmt_bytes, fmt_time, parse_bytes
-from . import simulate
+from . import Simulator, simulate
 
 
 def _timed(comm, collective, algo, count):
@@ -33,8 +33,7 @@ def side_by_side(network: Network, ranks: int, collective: str = "allreduce", al
     res = launch.run(_timed, collective, algo, count, ranks=ranks, network=network, timeout=timeout)
     real_s = max(res.values)
     topo = fabrics.from_network(network, ranks)
-    r = simulate(topo, collective, algo, s, ranks, gamma=network.gamma, ranks_per_host=network.ranks_per_host,
-                 record=True)
+    r = simulate(Simulator(topo, ranks, gamma=network.gamma), collective, algo, s, ranks_per_host=network.ranks_per_host, record=True)
     real_pattern, sim_pattern = res.trace.message_pattern(), r.message_pattern()
     return {"collective": collective, "algo": algo, "ranks": ranks, "bytes": s,
             "real_s": real_s, "sim_s": r.time_s, "formula_s": cost.time(collective, algo, ranks, s, network=network),

@@ -33,12 +33,12 @@ def ecmp_collisions(k: int = 8, seeds: int = 20, nbytes: int = MB64, nic="100GbE
                     *, modes=("ecmp", "adaptive", "spray")) -> list[dict]:
     """One row per (placement, routing, seed): slowest-flow rate / line rate and all-reduce time."""
     topo = fabrics.fat_tree(k, nic=nic)
-    base = simulate(topo, "allreduce", "ring", nbytes, routing="ecmp")
+    base = simulate(Simulator(topo, routing="ecmp"), "allreduce", "ring", nbytes)
     rows = []
     for placement in ("ordered", "shuffled"):
         for mode in modes:
             for seed in range(seeds if placement == "shuffled" else 1):
-                r = simulate(topo, "allreduce", "ring", nbytes, placement=placement, routing=mode, seed=seed)
+                r = simulate(Simulator(topo, placement=placement, routing=mode, seed=seed), "allreduce", "ring", nbytes)
                 rows.append({"placement": placement, "routing": mode, "seed": seed, "slowest_flow": r.slowest_flow,
                              "time_s": r.time_s, "slowdown": r.time_s / base.time_s,
                              "bottleneck": r.summary()["bottleneck"]})
@@ -60,9 +60,9 @@ def oversubscription(ratios=(1, 2, 4), leaves: int = 8, spines: int = 4, ports_p
     rows = []
     for ratio in ratios:
         topo = fabrics.spine_leaf(leaves, spines, ratio, ports_per_leaf, nic=nic)
-        inside = simulate(topo, "allreduce", "ring", nbytes, ports_per_leaf, routing=routing)
-        ordered = simulate(topo, "allreduce", "ring", nbytes, routing=routing)
-        shuffled = [simulate(topo, "allreduce", "ring", nbytes, placement="shuffled", seed=s, routing=routing)
+        inside = simulate(Simulator(topo, ports_per_leaf, routing=routing), "allreduce", "ring", nbytes)
+        ordered = simulate(Simulator(topo, routing=routing), "allreduce", "ring", nbytes)
+        shuffled = [simulate(Simulator(topo, placement="shuffled", routing=routing, seed=s), "allreduce", "ring", nbytes)
                     for s in range(seeds)]
         rows.append({"ratio": ratio, "uplink_Gbps": float(topo.capacity[topo.link_kind == 1].max() * 8 / 1e9),
                      "inside_leaf_s": inside.time_s, "across_ordered_s": ordered.time_s,
@@ -105,7 +105,7 @@ def nic_designs(k: int = 16, hosts: int = 16, accelerators: int = 8, nbytes: int
     rows = []
     for name, host, algo in designs:
         topo = fabrics.fat_tree(k, nic, host, hosts=hosts)
-        r = simulate(topo, "allreduce", algo, nbytes, seed=seed)
+        r = simulate(Simulator(topo, seed=seed), "allreduce", algo, nbytes)
         rows.append({"design": name, "algo": algo, "ranks": topo.size, "time_s": r.time_s,
                      "busbw_GBps": r.busbw_GBps, "slowest_flow": r.slowest_flow,
                      "bottleneck": r.summary()["bottleneck"], "bottleneck_kind": r.summary()["bottleneck_kind"]})
@@ -140,8 +140,7 @@ def scaling(designs: dict, scales=(8, 64, 512, 4096), algo: str = "ring", nbytes
         for p in scales:
             if p > topo.size or p % topo.accelerators_per_host:
                 continue
-            r = simulate(topo, "allreduce", design_algo or algo, nbytes, p, placement=placement, routing=routing,
-                         seed=seed)
+            r = simulate(Simulator(topo, p, placement=placement, routing=routing, seed=seed), "allreduce", design_algo or algo, nbytes)
             rows.append({"design": name, "ranks": p, "busbw_GBps": r.busbw_GBps, "time_s": r.time_s,
                          "wall_s": r.wall_s, "bottleneck": r.summary()["bottleneck"]})
     return rows

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import validate
 from ..net.topology import Topology
-from . import simulate
+from . import Simulator, simulate
 
 HOW = ("packed", "scattered")
 
@@ -73,7 +73,7 @@ def compare(topology: Topology, hosts: int, nbytes: int = 64 << 20, *, algo: str
     out = {}
     for how in HOW:
         slots = place(topology, hosts, how)
-        r = simulate(topology, "allreduce", algo, nbytes, hosts, placement=slots, routing=routing)
+        r = simulate(Simulator(topology, hosts, placement=slots, routing=routing), "allreduce", algo, nbytes)
         out[how] = {"slots": slots, "leaves": int(np.unique(leaves[slots]).size), "allreduce_s": r.time_s,
                     "step_s": compute_s + r.time_s, "busbw_GBps": r.busbw_GBps,
                     "bottleneck": r.bottleneck_label}

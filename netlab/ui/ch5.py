@@ -74,8 +74,7 @@ class FabricPanel(Panel):
 
     def run(self, fabric, k, ratio, gpus, nics, placement, routing, algo, ranks, size, seed):
         topo = panel_fabric(fabric=fabric, k=k, ratio=float(ratio), gpus=gpus, nics=nics, ranks=ranks)
-        return sim.simulate(topo, "allreduce", algo, parse_bytes(size, "size"), ranks, placement=placement,
-                            routing=routing, seed=seed)
+        return sim.simulate(sim.Simulator(topo, ranks, placement=placement, routing=routing, seed=seed), "allreduce", algo, parse_bytes(size, "size"))
 
     describe = staticmethod(describe)
 

@@ -66,7 +66,7 @@ def simulated(pattern: str, ratio: float, placement: str, hosts: int, nbytes: in
     topo = fabric(ratio, bandwidth)
     collective, algo = PATTERNS[pattern]
     slots = place(topo, hosts, placement)
-    r = sim.simulate(topo, collective, algo, nbytes, hosts, placement=slots, routing="spray")
+    r = sim.simulate(sim.Simulator(topo, hosts, placement=slots, routing="spray"), collective, algo, nbytes)
     up = (topo.link_kind == 1) & np.isin(topo.link_src, np.unique(leaf_of(topo)))   # leaf -> spine
     sent = r.link_bytes[topo.link_kind == 0].sum() / 2                             # every byte leaves one NIC
     return {"time_s": r.time_s, "busbw_GBps": r.busbw_GBps, "bottleneck": r.bottleneck_label,
