@@ -46,14 +46,14 @@ class Flow:
     """``size`` bytes from a sender to a receiver along ``path`` (the Ports it crosses, NIC first)."""
 
     def __init__(self, fabric, name: str, path: list, size: int, *, start: float = 0.0, mss: int = MTU,
-                 prio: int = 0, feedback_delay: float = 0.0, on_done=None):
+                 prio: int = 0, on_done=None):
         if size <= 0:
             raise ValueError(f"block: must be greater than zero bytes, got {size!r}")
         self.fabric, self.name, self.path, self.size, self.start = fabric, name, path, size, start
         self.mss, self.prio, self.on_done = mss, prio, on_done
         self.npkts = -(-size // mss)
-        self.ack_delay = sum(p.delay for p in path) + feedback_delay        # s, ACK/CNP back to the sender
-        self.base_rtt = 2 * sum(p.delay for p in path) + sum(mss / p.rate for p in path) + feedback_delay
+        self.ack_delay = sum(p.delay for p in path)                         # s, ACK/CNP back to the sender
+        self.base_rtt = 2 * sum(p.delay for p in path) + sum(mss / p.rate for p in path)
         self.drops = 0
         self.duplicates = 0                 # packets the receiver already had (a spurious or late resend)
         self.done_at = None                 # s, when the receiver had every byte

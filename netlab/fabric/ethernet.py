@@ -116,7 +116,6 @@ def build(spec, hosts: int, *, bandwidth: float = GBIT, latency: float = LATENCY
     ``framing``: packets of its payload with its headers on the wire, ``net/framing.py``)."""
     from ..net.framing import parse
     framing = parse(framing)
-    overhead, mss = (0, MTU) if framing is None else (framing.overhead, framing.payload)
     topo = topology(spec, hosts, bandwidth, latency, hop_latency=hop_latency)
     if hosts > topo.size:
         raise ValueError(f"senders: {topo.name} has {topo.size} hosts, {hosts} needed")
@@ -124,7 +123,7 @@ def build(spec, hosts: int, *, bandwidth: float = GBIT, latency: float = LATENCY
         ecn = default_ecn(transport, bandwidth, buffer)
     fab = Fabric(seed)
     net = SwitchedNetwork(fab, topo, buffer=buffer, ecn=ecn, pfc=pfc, trim=trim, planes=planes,
-                          shared_buffer=shared_buffer, overhead=overhead, mss=mss)
+                          shared_buffer=shared_buffer, framing=framing)
     return fab, net
 
 

@@ -74,13 +74,16 @@ class SwitchedNetwork:
     """Ports, switches and paths of one topology (possibly in several planes) in a Fabric."""
 
     def __init__(self, fabric, topology, *, buffer=None, ecn=None, pfc=None, trim: bool = False,
-                 shared_buffer: bool = False, planes: int = 1, overhead: int = 0, mss: int | None = None):
+                 shared_buffer: bool = False, planes: int = 1, framing=None):
+        """``framing``: a ``net.framing.Framing``: packets of its payload, its headers on the wire (None: MTU
+        packets, no headers counted)."""
         from .switch import MTU
         t = topology
         if t.accelerators_per_host != 1 or t.direct:
             raise ValueError("topology: the packet fabric takes switched fabrics with one accelerator per host "
                              f"(a fat-tree, a spine-leaf or one switch), not {t.name}")
         self.fabric, self.topology, self.planes = fabric, t, int(planes)
+        overhead, mss = (0, MTU) if framing is None else (framing.overhead, framing.payload)
         self.trim, self.overhead, self.mss = trim, int(overhead), mss or MTU
         self.router = routing.router(t)
         kind = [t.graph.nodes[v]["kind"] for v in range(t.graph.number_of_nodes())]

@@ -90,9 +90,8 @@ def fat_tree(k: int, nic="100GbE", host: Host | None = None, hosts: int | None =
             for a in aggs:
                 b.link(e, a, nic, "fabric", latency=hop_latency)
             edges.append(e)
-    endpoints, host_of = b.hosts(edges, half, n_hosts, host, nic=nic, group_leaves=half, x_of=host_x)
-    return Topology(f"fattree:{k}", b.g, endpoints, host_of, host.accelerators, hop_latency=hop_latency,
-                    nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
+    slots = b.hosts(edges, half, n_hosts, host, nic=nic, group_leaves=half, x_of=host_x)
+    return Topology(f"fattree:{k}", b.g, slots, host=host, hop_latency=hop_latency, nic=nic,
                     description=f"k={k} fat-tree ({k ** 3 // 4} ports, {len(core) + k * k} switches), "
                                 f"{n_hosts} hosts, {host.describe()}, links {nic.describe()}")
 
@@ -142,9 +141,8 @@ def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int
         for s in spine:
             b.link(v, s, uplink, "fabric")
         leaf.append(v)
-    endpoints, host_of = b.hosts(leaf, ports_per_leaf, n_hosts, host, nic=nic)
-    return Topology(f"spineleaf:{leaves}:{spines}:{ratio:g}", b.g, endpoints, host_of, host.accelerators,
-                    hop_latency=hop_latency, nic=nic, intra=as_link(host.intra) if host.accelerators > 1 else None,
+    slots = b.hosts(leaf, ports_per_leaf, n_hosts, host, nic=nic)
+    return Topology(f"spineleaf:{leaves}:{spines}:{ratio:g}", b.g, slots, host=host, hop_latency=hop_latency, nic=nic,
                     description=f"spine-leaf, {leaves} leaves x {spines} spines, {ratio:g}:1 oversubscribed "
                                 f"({ports_per_leaf} ports per leaf, uplinks {uplink.bandwidth * 8 / 1e9:g} Gbit/s), "
                                 f"{n_hosts} hosts, {host.describe()}, NIC {nic.describe()}")
@@ -156,9 +154,8 @@ def star(hosts: int, nic="100GbE", host: Host | None = None) -> Topology:
     host, nic = replace(host or Host(), rail=False), as_link(nic, "nic")     # one switch: nothing to wire by rail
     b = Builder()
     sw = b.node("switch", "switch", ((hosts - 1) / 2, 1.5))
-    endpoints, host_of = b.hosts([sw], hosts * host.nics, hosts, host, nic=nic)
-    return Topology("star", b.g, endpoints, host_of, host.accelerators, nic=nic,
-                    intra=as_link(host.intra) if host.accelerators > 1 else None,
+    slots = b.hosts([sw], hosts * host.nics, hosts, host, nic=nic)
+    return Topology("star", b.g, slots, host=host, nic=nic,
                     description=f"one non-blocking switch, {hosts} hosts, {host.describe()}, NIC {nic.describe()}")
 
 
@@ -181,7 +178,7 @@ def ring(n: int, link="100GbE") -> Topology:
              for i in range(n)]
     for i in range(n if n > 2 else 1):
         b.link(nodes[i], nodes[(i + 1) % n], link, "nic")
-    return Topology(f"ring:{n}", b.g, nodes, range(n), direct=True, nic=link,
+    return Topology(f"ring:{n}", b.g, (nodes, range(n)), direct=True, nic=link,
                     description=f"ring of {n} accelerators, links {link.describe()}")
 
 
@@ -199,7 +196,7 @@ def torus(x: int, y: int, link="100GbE") -> Topology:
             if y > 2 or j == 0:
                 b.link(nodes[i][j], nodes[i][(j + 1) % y], link, "nic")
     flat = [v for row in nodes for v in row]
-    return Topology(f"torus:{x}x{y}", b.g, flat, range(x * y), direct=True, nic=link,
+    return Topology(f"torus:{x}x{y}", b.g, (flat, range(x * y)), direct=True, nic=link,
                     description=f"{x}x{y} torus, links {link.describe()}")
 
 

@@ -75,9 +75,13 @@ class Host:
 class Topology:
     """A built network: the graph, its links as arrays, and its endpoints (accelerators)."""
 
-    def __init__(self, name: str, graph: nx.DiGraph, endpoints, host_of, accelerators_per_host: int = 1,
-                 direct: bool = False, hop_latency: float = 0.0, nic: Link | None = None,
-                 intra: Link | None = None, description: str = ""):
+    def __init__(self, name: str, graph: nx.DiGraph, slots, *, host: Host | None = None, direct: bool = False,
+                 hop_latency: float = 0.0, nic: Link | None = None, description: str = ""):
+        """`slots`: (endpoints, host_of), the node of each endpoint slot and its host's index (``Builder.hosts``);
+        `host`: what each host holds (its accelerators and the link between them; None: one accelerator)."""
+        endpoints, host_of = slots
+        accelerators_per_host = host.accelerators if host is not None else 1
+        intra = as_link(host.intra) if host is not None and host.accelerators > 1 else None
         self.name, self.graph, self.direct = name, graph, direct
         self.endpoints = np.asarray(endpoints, dtype=np.int64)       # (P,) node id of endpoint slot i
         self.host_of = np.asarray(host_of, dtype=np.int64)           # (P,) host index of endpoint slot i
