@@ -14,6 +14,7 @@ the machine's load (printed first): virtual times do not.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import argparse
 import itertools
 import os
@@ -21,6 +22,7 @@ import statistics
 import time
 
 from netlab.fabric import ethernet
+from netlab.net.network import Link
 from netlab.ui.ch9 import TOPOLOGIES, EthernetPanel
 
 
@@ -49,8 +51,8 @@ def panel(quick: bool) -> None:
 def fat_tree() -> None:
     for transport, trim in (("rccc", False), ("nscc", True)):
         t0 = time.perf_counter()
-        r = ethernet.incast(127, 64 * 1024, topology_spec="fattree:8", transport=transport, trim=trim,
-                            multipath="spray", buffer=64 * 1024, bandwidth=100e9 / 8, latency=2e-6)
+        r = ethernet.incast(127, 64 * 1024,
+                            switch=replace(ethernet.INCAST, topology="fattree:8", transport=transport, trim=trim, buffer=64 * 1024, multipath="spray"), nic=Link(100e9 / 8, 2e-6))
         wall = time.perf_counter() - t0
         s = r.summary()
         print(f"128-host fat-tree, 127 x 64 KB incast, sprayed, {transport}{' + trimming' if trim else ''}: "

@@ -8,6 +8,7 @@ per packet time); the REPS paper's claims (under 25 bytes of state, a failed pat
 round trips); and RFC 5681 (three duplicate ACKs start a retransmission, so reordering alone makes
 Reno resend packets that were never lost).
 """
+from dataclasses import replace
 import math
 
 import numpy as np
@@ -36,7 +37,8 @@ GBIT = 1e9 / 8
 def test_a_star_built_from_a_topology_is_chapter_6s_incast_to_the_last_digit():
     ch6 = ch6_incast(Incast(senders=16, block=256 * KB, bandwidth=GBIT,
                             switch=Congestion("reno", buffer=32 * KB, rto_min=0.2)))
-    ours = E.incast(16, 256 * KB, topology_spec="star", transport="reno", buffer=32 * KB, rto_min=0.2, ecn=None)
+    ours = E.incast(16, 256 * KB,
+                    switch=replace(E.INCAST, topology="star", transport="reno", buffer=32 * KB, rto_min=0.2, ecn=None))
     assert ours.completion_s == ch6.rounds[0]
     assert ours.summary()["drops"] == ch6.summary()["drops"] and ours.summary()["timeouts"] == ch6.summary()["timeouts"]
 
@@ -55,16 +57,17 @@ def test_every_shortest_path_is_found_and_ecmp_takes_chapter_5s_route():
 
 
 def test_spraying_gives_each_of_k_equal_paths_one_kth_of_a_flow():
-    result = E.ring_step(2, 400 * 1500, topology_spec="spineleaf:2:4:1", transport="nscc", multipath="spray",
-                         placement=np.array([0, 1]))
+    result = E.ring_step(2, 400 * 1500, switch=replace(E.RING, topology="spineleaf:2:4:1", transport="nscc", multipath="spray", placement="ordered"))
     counts = result.flows[0].multipath.sent                          # 400 packets over 4 spines
     assert len(counts) == 4 and sum(counts) == 400 and max(counts) - min(counts) <= 1
 
 
 def test_ecmp_collisions_and_spraying_against_the_flow_simulators_max_min_and_line_rate():
     block = 512 * KB
-    ecmp = E.ring_step(None, block, topology_spec="fattree:4", transport="nscc", multipath="ecmp", seed=0)
-    spray = E.ring_step(None, block, topology_spec="fattree:4", transport="nscc", multipath="spray", seed=0)
+    ecmp = E.ring_step(None, block,
+                       switch=replace(E.RING, topology="fattree:4", transport="nscc", multipath="ecmp", seed=0))
+    spray = E.ring_step(None, block,
+                        switch=replace(E.RING, topology="fattree:4", transport="nscc", multipath="spray", seed=0))
     topo = ecmp.network.topology
     pairs = E.ring_pairs(topo, topo.size, "shuffled", 0)
     r = routing.route(topo, topo.endpoints[[a for a, _ in pairs]], topo.endpoints[[b for _, b in pairs]], "ecmp", seed=0)
@@ -103,8 +106,9 @@ def test_a_full_port_trims_exactly_what_does_not_fit_and_sends_the_headers_first
 def test_a_trimmed_incast_ends_near_n_block_over_b_with_no_timeout_where_drop_tail_waits_out_rtomin():
     n, block = 16, 256 * KB
     ideal = n * block / GBIT
-    dropping = E.incast(n, block, transport="reno", buffer=32 * KB, rto_min=0.2)
-    trimmed = E.incast(n, block, transport="nscc", trim=True, buffer=32 * KB, rto_min=0.2)
+    dropping = E.incast(n, block, switch=replace(E.INCAST, transport="reno", buffer=32 * KB, rto_min=0.2))
+    trimmed = E.incast(n, block,
+                       switch=replace(E.INCAST, transport="nscc", trim=True, buffer=32 * KB, rto_min=0.2))
     rtt = trimmed.flows[0].base_rtt
     s = trimmed.summary()
     assert s["timeouts"] == 0 and s["drops"] == 0 and s["trims"] > 0 and s["nacks"] == s["trims"]
@@ -114,7 +118,7 @@ def test_a_trimmed_incast_ends_near_n_block_over_b_with_no_timeout_where_drop_ta
 
 def test_receiver_credits_keep_the_incast_queue_within_a_few_packets():
     n, block = 16, 256 * KB
-    r = E.incast(n, block, transport="rccc", buffer=32 * KB, rto_min=0.2)
+    r = E.incast(n, block, switch=replace(E.INCAST, transport="rccc", buffer=32 * KB, rto_min=0.2))
     s = r.summary()
     assert s["drops"] == 0 and s["trims"] == 0 and s["timeouts"] == 0
     assert max(r.port.q_bytes) <= 4 * 1500
@@ -140,9 +144,10 @@ def test_the_pull_pacer_grants_one_packet_of_credit_per_packet_time():
 
 # ---- reordering ----------------------------------------------------------------------------------------
 def test_under_spraying_reno_resends_packets_that_were_never_lost_and_a_reorder_tolerant_transport_does_not():
-    reno = E.ring_step(None, 512 * KB, topology_spec="fattree:4", transport="reno", multipath="spray",
-                       window=64 * KB)
-    nscc = E.ring_step(None, 512 * KB, topology_spec="fattree:4", transport="nscc", multipath="spray")
+    reno = E.ring_step(None, 512 * KB,
+                       switch=replace(E.RING, topology="fattree:4", transport="reno", multipath="spray", window=64 * KB))
+    nscc = E.ring_step(None, 512 * KB,
+                       switch=replace(E.RING, topology="fattree:4", transport="nscc", multipath="spray"))
     r, u = reno.summary(), nscc.summary()
     assert r["drops"] == 0 and r["retransmissions"] > 0 and r["fast_retransmits"] > 0
     assert r["duplicates"] == r["retransmissions"]                   # each resend reached a receiver that had it
@@ -151,15 +156,17 @@ def test_under_spraying_reno_resends_packets_that_were_never_lost_and_a_reorder_
 
 
 def test_per_flow_ecmp_never_reorders():
-    reno = E.ring_step(None, 512 * KB, topology_spec="fattree:4", transport="reno", multipath="ecmp",
-                       window=64 * KB)
+    reno = E.ring_step(None, 512 * KB,
+                       switch=replace(E.RING, topology="fattree:4", transport="reno", multipath="ecmp", window=64 * KB))
     assert reno.summary()["retransmissions"] == 0
 
 
 # ---- failures ------------------------------------------------------------------------------------------
 def test_reps_leaves_a_failed_link_within_a_few_round_trips_and_ecmp_hashes_onto_it_until_rerouted():
-    reps = E.failover(8, 2 * 1024 * 1024, multipath="reps", at=2e-3, reroute=10e-3)
-    ecmp = E.failover(8, 2 * 1024 * 1024, multipath="ecmp", at=2e-3, reroute=10e-3)
+    reps = E.failover(8, 2 * 1024 * 1024,
+                      switch=replace(E.FAILOVER, multipath="reps", failure=Failure("leaf0->spine0", 2e-3, 10e-3)))
+    ecmp = E.failover(8, 2 * 1024 * 1024,
+                      switch=replace(E.FAILOVER, multipath="ecmp", failure=Failure("leaf0->spine0", 2e-3, 10e-3)))
     rtt = reps.flows[0].base_rtt
     assert 0 < reps.info["lost_on_failed_link"] and reps.info["last_sent_onto_it_s"] < 5 * rtt
     assert 0 < ecmp.info["last_sent_onto_it_s"] <= 10e-3                # it kept hashing onto it, then routing moved it
@@ -171,7 +178,8 @@ def test_reps_leaves_a_failed_link_within_a_few_round_trips_and_ecmp_hashes_onto
 
 
 def test_a_failed_link_loses_its_queue_and_everything_sent_to_it_afterwards():
-    r = E.failover(8, 512 * KB, multipath="spray", at=1e-3, reroute=None)
+    r = E.failover(8, 512 * KB,
+                   switch=replace(E.FAILOVER, multipath="spray", failure=Failure("leaf0->spine0", 1e-3, None)))
     s = r.summary()
     assert s["lost_on_failed_links"] > 0 and s["lost_on_failed_links"] == r.info["lost_on_failed_link"]
     assert r.complete                                                # the transport resent what was lost
@@ -179,20 +187,21 @@ def test_a_failed_link_loses_its_queue_and_everything_sent_to_it_afterwards():
 
 def test_a_failure_names_a_link_the_topology_has_and_a_time_within_the_run():
     with pytest.raises(ValueError, match="^failure: no link 'leaf0->spine9'"):
-        E.failover(8, 64 * KB, link="leaf0->spine9")
+        E.failover(8, 64 * KB, switch=replace(E.FAILOVER, failure=Failure("leaf0->spine9", 2e-3, 10e-3)))
     with pytest.raises(ValueError, match="^failure: at 500 ms is after the run ended"):
-        E.failover(8, 64 * KB, at=0.5)
+        E.failover(8, 64 * KB, switch=replace(E.FAILOVER, failure=Failure("leaf0->spine0", 0.5, 10e-3)))
     with pytest.raises(ValueError, match="^failure: a link's label"):
         Failure("spine0")
 
 
 # ---- planes ----------------------------------------------------------------------------------------------
 def test_eight_planes_match_one_link_healthy_and_lose_one_eighth_with_a_plane_down():
-    healthy = E.planes_step(8, 2 * 1024 * 1024, planes=8, multipath="reps")
-    single = E.planes_step(8, 2 * 1024 * 1024, planes=1, multipath="reps")
-    down = E.planes_step(8, 2 * 1024 * 1024, planes=8, failed="link", multipath="reps")
-    cut = E.planes_step(8, 2 * 1024 * 1024, planes=1, failed="link", multipath="reps", time_limit=0.05)
-    hashed = E.planes_step(8, 2 * 1024 * 1024, planes=8, multipath="ecmp")
+    healthy = E.planes_step(8, 2 * 1024 * 1024, switch=replace(E.PLANES, multipath="reps", planes=8))
+    single = E.planes_step(8, 2 * 1024 * 1024, switch=replace(E.PLANES, multipath="reps", planes=1))
+    down = E.planes_step(8, 2 * 1024 * 1024, switch=replace(E.PLANES, multipath="reps", planes=8), failed="link")
+    cut = E.planes_step(8, 2 * 1024 * 1024,
+                        switch=replace(E.PLANES, multipath="reps", planes=1), failed="link", time_limit=0.05)
+    hashed = E.planes_step(8, 2 * 1024 * 1024, switch=replace(E.PLANES, multipath="ecmp", planes=8))
     assert healthy.completion_s == pytest.approx(single.completion_s, rel=0.03)
     assert down.completion_s == pytest.approx(healthy.completion_s * 8 / 7, rel=0.03)
     assert not cut.complete                                          # one link: the host is cut off
@@ -227,8 +236,10 @@ def test_reps_state_fits_in_25_bytes():
 
 
 def test_two_runs_are_identical():
-    a = E.ring_step(None, 128 * KB, topology_spec="fattree:4", transport="nscc", multipath="reps", seed=3)
-    b = E.ring_step(None, 128 * KB, topology_spec="fattree:4", transport="nscc", multipath="reps", seed=3)
+    a = E.ring_step(None, 128 * KB,
+                    switch=replace(E.RING, topology="fattree:4", transport="nscc", multipath="reps", seed=3))
+    b = E.ring_step(None, 128 * KB,
+                    switch=replace(E.RING, topology="fattree:4", transport="nscc", multipath="reps", seed=3))
     assert a.completion_s == b.completion_s and [f.done_at for f in a.flows] == [f.done_at for f in b.flows]
 
 
@@ -238,8 +249,8 @@ def test_bad_combinations_are_refused_with_one_line_naming_the_parameter():
              (dict(transport="ideal", credit_rate=0.5), "credit-rate"), (dict(transport="rccc", credit_rate=0), "credit-rate")]
     for kw, name in cases:
         with pytest.raises(ValueError) as e:
-            E.incast(4, 64 * KB, **kw)
+            E.incast(4, 64 * KB, switch=replace(E.INCAST, **kw))
         assert str(e.value).startswith(f"{name}:") and "\n" not in str(e.value)
     from netlab.fabric import PFC
     with pytest.raises(ValueError, match="^trim:"):
-        E.incast(4, 64 * KB, transport="nscc", trim=True, pfc=PFC(8000), buffer=64 * KB)
+        E.incast(4, 64 * KB, switch=replace(E.INCAST, transport="nscc", trim=True, buffer=64 * KB, pfc=PFC(8000)))

@@ -8,6 +8,7 @@ path MTUs 256..4096), counted by hand; the closed form of a ring all-reduce, 2(p
 for netlab's ring and for gloo's own all_reduce (the emulator must be within 1 % of it once framing counts:
 tests/test_claims_ch9.py, as chapter 9 states it).
 """
+from dataclasses import replace
 import math
 
 import pytest
@@ -85,9 +86,9 @@ def test_the_packet_fabric_sends_payload_sized_packets_with_their_headers_on_the
     framing = Framing("rocev2", 1500)
     net = netlab.network("1Gbit/s", "50us", framing=framing, congestion=Congestion("rccc", buffer=64 * 1024))
     real = netlab.run(_incast, n, ranks=senders + 1, network=net)
-    model = E.incast(senders, n, transport="rccc", buffer=64 * 1024, framing=framing)
+    model = E.incast(senders, n, switch=replace(E.INCAST, transport="rccc", buffer=64 * 1024), framing=framing)
     assert real.values[0] == model.completion_s                      # real ranks: the model's packets, to the digit
     wire = senders * math.ceil(n / 1024) * (1024 + framing.overhead)
     assert wire / GBIT <= model.completion_s <= wire / GBIT + 3 * model.flows[0].base_rtt
-    plain = E.incast(senders, n, transport="rccc", buffer=64 * 1024)
+    plain = E.incast(senders, n, switch=replace(E.INCAST, transport="rccc", buffer=64 * 1024))
     assert model.completion_s > plain.completion_s * (1024 + framing.overhead) / 1024 * 0.99

@@ -5,6 +5,7 @@ reproduce to the last digit (chapter 6 section 8's test, on the new transports a
 own sum for the all-reduce's values; chapter 1's step and chapter 3's parameter server run unchanged;
 the same program twice for determinism.
 """
+from dataclasses import replace
 import pytest
 import torch
 
@@ -24,11 +25,11 @@ KB = 1024
     (dict(transport="nscc", trim=True), dict(transport="nscc", trim=True)),
     (dict(transport="rccc"), dict(transport="rccc")),
     (dict(transport="nscc", trim=True, topology="spineleaf:2:2:1", multipath="spray"),
-     dict(transport="nscc", trim=True, topology_spec="spineleaf:2:2:1", multipath="spray")),
+     dict(transport="nscc", trim=True, topology="spineleaf:2:2:1", multipath="spray")),
 ])
 def test_real_ranks_give_the_packet_models_incast_exactly(spec, model):
     real_s, seen = incast_on_ranks(7, 256 * KB, "1Gbit/s", "50us", Congestion(buffer=32 * KB, **spec))
-    alone = E.incast(7, 256 * KB, buffer=32 * KB, ecn=None, **model)
+    alone = E.incast(7, 256 * KB, switch=replace(E.INCAST, buffer=32 * KB, ecn=None, **model))
     assert real_s == alone.completion_s
     assert seen["trims"] == alone.summary()["trims"] and seen["timeouts"] == alone.summary()["timeouts"] == 0
 

@@ -1,5 +1,6 @@
 """Chapter 9's panel runs headless: each setting runs the fabric and draws one figure; the text states the
 run's own numbers; greyed controls mean nothing; a long setting stops at the panel's event budget."""
+from dataclasses import replace
 from matplotlib.figure import Figure
 
 from netlab.fabric import ethernet
@@ -43,8 +44,10 @@ def test_a_failure_falls_within_the_run_and_a_long_run_stops_at_the_budget(monke
 
 
 def test_the_chapters_figures_draw_on_figures():
-    a = ethernet.ring_step(4, 64 * 1024, topology_spec="spineleaf:2:2:1", multipath="spray")
-    b = ethernet.ring_step(4, 64 * 1024, topology_spec="spineleaf:2:2:1", multipath="ecmp")
+    a = ethernet.ring_step(4, 64 * 1024,
+                           switch=replace(ethernet.RING, topology="spineleaf:2:2:1", multipath="spray"))
+    b = ethernet.ring_step(4, 64 * 1024,
+                           switch=replace(ethernet.RING, topology="spineleaf:2:2:1", multipath="ecmp"))
     assert len(draw_link_load(Figure(), {"spray": a, "ecmp": b}).axes) == 2
     assert len(draw_queues(Figure(), {"spray": a}).axes) == 1
     assert len(draw_delivery(Figure(), {"spray": a}, line_rate=ethernet.GBIT, at=1e-4).axes) == 1

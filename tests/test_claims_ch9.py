@@ -2,9 +2,11 @@
 closed forms the chapter prints beside its numbers: c x block / B for c flows on a link, block / B at line
 rate, N x block / B for a port that never idles, the bytes left over the links left after a failure,
 7/8 of the NIC with one of eight planes down, the framed emulation of a shaped link."""
+from dataclasses import replace
 import pytest
 
 import netlab
+from netlab.fabric.failure import Failure
 from claims import claim
 from netlab.fabric import PFC, ethernet
 from netlab.linuxnet import linux
@@ -17,7 +19,8 @@ BLOCK = 256 * KB                                       # the chapter's CI block
 
 
 def _steps():
-    return {m: ethernet.ring_step(None, BLOCK, topology_spec="fattree:4", transport="nscc", multipath=m)
+    return {m: ethernet.ring_step(None, BLOCK,
+                                  switch=replace(ethernet.RING, topology="fattree:4", transport="nscc", multipath=m))
             for m in ("ecmp", "spray")}
 
 
@@ -55,8 +58,8 @@ def test_on_real_ranks_spraying_reaches_a_higher_busbw():
 
 @claim("ch9.reno-resends-under-spraying")
 def test_reno_resends_packets_the_receiver_had_and_is_slower_than_nscc():
-    runs = {tr: ethernet.ring_step(None, BLOCK, topology_spec="fattree:4", transport=tr, multipath="spray",
-                                   window=64 * KB) for tr in ("reno", "nscc")}
+    runs = {tr: ethernet.ring_step(None, BLOCK,
+                                   switch=replace(ethernet.RING, topology="fattree:4", transport=tr, multipath="spray", window=64 * KB)) for tr in ("reno", "nscc")}
     r, u = runs["reno"].summary(), runs["nscc"].summary()
     assert r["drops"] == 0 and r["retransmissions"] > 0 and r["duplicates"] == r["retransmissions"]
     assert r["fast_retransmits"] > 0                      # each one halves Reno's window
@@ -68,7 +71,8 @@ def _incasts():
     setups = {"reno": dict(transport="reno"),
               "pfc": dict(transport="ideal", buffer=64 * KB, pfc=PFC(64 * KB - headroom(GBIT))),
               "nscc": dict(transport="nscc"), "trim": dict(transport="nscc", trim=True), "rccc": dict(transport="rccc")}
-    return {k: ethernet.incast(n, block, **{"buffer": 32 * KB, "rto_min": 0.2, **kw}) for k, kw in setups.items()}
+    return {k: ethernet.incast(n, block,
+                               switch=replace(ethernet.INCAST, **{"buffer": 32 * KB, "rto_min": 0.2, **kw})) for k, kw in setups.items()}
 
 
 @claim("ch9.trimming-ends-near-n-block-over-b")
@@ -91,7 +95,8 @@ def test_receiver_credits_keep_the_port_within_a_few_packets_and_lose_nothing():
 @claim("ch9.reps-leaves-a-dead-link-in-round-trips")
 def test_reps_leaves_the_dead_link_in_round_trips_and_ecmp_waits_for_routing():
     at, reroute = 2e-3, 10e-3
-    f = {m: ethernet.failover(8, 2 * 1024 * KB, multipath=m, at=at, reroute=reroute) for m in ("ecmp", "spray", "reps")}
+    f = {m: ethernet.failover(8, 2 * 1024 * KB,
+                              switch=replace(ethernet.FAILOVER, multipath=m, failure=Failure("leaf0->spine0", at, reroute))) for m in ("ecmp", "spray", "reps")}
     rtt = f["reps"].flows[0].base_rtt
     squeezed = at + (4 * 2 * 1024 * KB - at * 4 * GBIT) / (3 * GBIT)
     assert f["reps"].info["last_sent_onto_it_s"] <= 3 * rtt
@@ -103,11 +108,11 @@ def test_reps_leaves_the_dead_link_in_round_trips_and_ecmp_waits_for_routing():
 @claim("ch9.planes-lose-one-eighth")
 def test_planes_match_one_link_keep_seven_eighths_and_hashing_gets_an_eighth():
     step = 2 * 1024 * KB
-    single = ethernet.planes_step(8, step, planes=1)
-    healthy = ethernet.planes_step(8, step, planes=8)
-    down = ethernet.planes_step(8, step, planes=8, failed="link")
-    cut = ethernet.planes_step(8, step, planes=1, failed="link", time_limit=0.05)
-    hashed = ethernet.planes_step(8, step, planes=8, multipath="ecmp")
+    single = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, planes=1))
+    healthy = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, planes=8))
+    down = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, planes=8), failed="link")
+    cut = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, planes=1), failed="link", time_limit=0.05)
+    hashed = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, multipath="ecmp", planes=8))
     assert healthy.completion_s == pytest.approx(single.completion_s, rel=0.03)
     assert healthy.completion_s / down.completion_s == pytest.approx(7 / 8, rel=0.03)
     assert not cut.complete and hashed.ideal_s / hashed.completion_s <= 1 / 8

@@ -49,6 +49,7 @@ FABRIC = dict(hosts=8, block=1024 * 1024, link="leaf0->spine0", at=1e-3, seed=3)
 def _fabric(fn) -> dict:
     """The failover of ``FABRIC`` with `fn` choosing every packet's path; what it observed."""
     from ..fabric import ethernet
+    from ..fabric.congestion import Congestion
     from ..fabric.failure import Failure
     from ..fabric.multipath import Chooser
     f = FABRIC
@@ -77,8 +78,8 @@ def _fabric(fn) -> dict:
             if ev is not None:
                 _, self.buffer = fn(list(self.buffer), "trimmed", ev, 8)
 
-    fab, net = ethernet.build("spineleaf:2:4:1", f["hosts"], buffer=64 * 1024, transport="nscc", trim=True,
-                              seed=f["seed"])
+    switch = Congestion("nscc", buffer=64 * 1024, trim=True, ecn=ethernet.DEFAULT, seed=f["seed"])
+    fab, net = ethernet.build("spineleaf:2:4:1", f["hosts"], switch=switch)
     failure = Failure(f["link"], f["at"], None)
     net.fail(failure)
     run = ethernet.Result(fab, [], "", network=net)

@@ -237,8 +237,11 @@ def _ch9(args) -> bool:
 
 def ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc) -> int:
     """``incast`` on chapter 9's fabric: ``fabric.ethernet.incast``, one round per --rounds."""
+    from dataclasses import replace
+
     from ..fabric import ethernet
     from ..fabric.failure import Failure
+    from ..net.network import Link
     transport = args.transport or "reno"
     if args.background not in (None, 0.0) or args.shared_buffer:
         name = "background" if args.background not in (None, 0.0) else "shared-buffer"
@@ -257,11 +260,12 @@ def ethernet_incast(args, rounds, block, bandwidth, buffer, rto_min, window, pfc
     runs = []
     with progress_bar(args.senders * block * rounds, "incast") as bar:
         for r in range(rounds):                        # a fresh fabric per round
-            runs.append(ethernet.incast(
-                args.senders, block, topology_spec=args.topology or "star", transport=transport, trim=args.trim,
-                buffer=buffer, rto_min=rto_min, multipath=args.multipath or "ecmp", bandwidth=bandwidth, ecn=ecn,
-                pfc=pfc, window=window, credit_rate=args.credit_rate, planes=1 if args.planes is None else args.planes,
-                failure=failure, seed=args.seed + r, event_limit=STOP_EVENTS))
+            switch = replace(ethernet.INCAST, topology=args.topology or "star", transport=transport, trim=args.trim,
+                             buffer=buffer, rto_min=rto_min, multipath=args.multipath or "ecmp", ecn=ecn, pfc=pfc,
+                             window=window, credit_rate=args.credit_rate,
+                             planes=1 if args.planes is None else args.planes, failure=failure, seed=args.seed + r)
+            runs.append(ethernet.incast(args.senders, block, switch=switch, nic=Link(bandwidth, ethernet.LATENCY),
+                                        event_limit=STOP_EVENTS))
             if not runs[-1].complete:
                 raise _incomplete(r, rounds)
             bar.to((r + 1) * args.senders * block)

@@ -137,7 +137,9 @@ class Congestion:
         if self.ports_only:
             return "ideal transport, unlimited buffers"
         parts = [self.transport, f"buffer {'unlimited' if self.buffer is None else f'{self.buffer:,.0f} B'}"]
-        if self.ecn is not None:
+        if isinstance(self.ecn, str):
+            parts.append(f"ECN: the transport's {self.ecn} marking")
+        elif self.ecn is not None:
             parts.append(f"ECN Kmin {self.ecn.kmin:,.0f} B Kmax {self.ecn.kmax:,.0f} B Pmax {self.ecn.pmax:g}")
         if self.pfc is not None:
             parts.append(f"PFC Xoff {self.pfc.xoff:,.0f} B")

@@ -35,11 +35,12 @@ from ..net.network import Link
 from ..net.topology import Topology
 from . import multipath as mp
 from . import transport as tp
-from .congestion import check_options
+from .congestion import Congestion, check_options
 from .engine import Fabric
+from .failure import Failure
 from .multiswitch import SwitchedNetwork
 from .experiments import Run, default_ecn as ch6_ecn
-from .switch import ECN, MTU
+from .switch import ECN
 
 GBIT = 1e9 / 8
 LATENCY = 50e-6               # s, a host's NIC alpha (25 us per host link, as chapter 6's star)
@@ -109,28 +110,50 @@ class Result(Run):
         return self.network.link_bytes("fabric") if self.network is not None else {}
 
 
-def build(spec, hosts: int, *, bandwidth: float = GBIT, latency: float = LATENCY, buffer=None, transport="nscc",
-          trim: bool = False, ecn="default", pfc=None, planes: int = 1, shared_buffer: bool = False,
-          hop_latency: float = 0.0, framing=None, seed: int = 0):
-    """(Fabric, SwitchedNetwork) of `spec` for `hosts` hosts (``ecn='default'``: the transport's marking;
-    ``framing``: packets of its payload with its headers on the wire, ``net/framing.py``)."""
+DEFAULT = "default"           # a switch's ecn=DEFAULT: the transport's own marking (``default_ecn``)
+NIC = Link(GBIT, LATENCY)     # a host's NIC: 1 Gbit/s, 50 us (25 us per host link)
+
+
+def _marking(switch: Congestion, bandwidth: float):
+    """The switch's ECN, with ``DEFAULT`` resolved to its transport's marking."""
+    if isinstance(switch.ecn, str) and switch.ecn == DEFAULT:
+        return default_ecn(switch.transport, bandwidth, switch.buffer)
+    return switch.ecn
+
+
+def _check(switch: Congestion, nic: Link, block) -> None:
+    """One clear error naming the parameter (``validate``), before anything runs; the switch checked its own."""
+    if not isinstance(switch, Congestion):
+        raise ValueError(f"switch: must be a netlab.fabric.Congestion, got {switch!r}")
+    if not isinstance(nic, Link):
+        raise ValueError(f"nic: must be a netlab Link (bandwidth, latency), got {nic!r}")
+    validate.positive(nic.bandwidth, "bandwidth")
+    validate.positive(switch.rto_min, "rto-min")
+    validate.whole(block, "block", 1, 1 << 30)
+
+
+def build(spec, hosts: int, *, switch: Congestion, nic: Link = NIC, hop_latency: float = 0.0, framing=None,
+          shared_buffer: bool = False):
+    """(Fabric, SwitchedNetwork) of `spec` (a topology spec or a Topology) for `hosts` hosts, with `switch`'s
+    buffer, ECN (``DEFAULT``: the transport's marking), PFC, trimming, planes and seed; ``framing``: packets
+    of its payload with its headers on the wire, ``net/framing.py``."""
     from ..net.framing import parse
     framing = parse(framing)
-    topo = topology(spec, hosts, bandwidth, latency, hop_latency=hop_latency)
+    topo = topology(spec, hosts, nic.bandwidth, nic.latency, hop_latency=hop_latency)
     if hosts > topo.size:
         raise ValueError(f"senders: {topo.name} has {topo.size} hosts, {hosts} needed")
-    if ecn == "default":
-        ecn = default_ecn(transport, bandwidth, buffer)
-    fab = Fabric(seed)
-    net = SwitchedNetwork(fab, topo, buffer=buffer, ecn=ecn, pfc=pfc, trim=trim, planes=planes,
-                          shared_buffer=shared_buffer, framing=framing)
+    fab = Fabric(switch.seed)
+    net = SwitchedNetwork(fab, topo, buffer=switch.buffer, ecn=_marking(switch, nic.bandwidth), pfc=switch.pfc,
+                          trim=switch.trim, planes=switch.planes, shared_buffer=shared_buffer, framing=framing)
     return fab, net
 
 
-def run_pairs(fab, net, pairs, block: int, *, transport: str, rto_min: float, multipath: str, options: dict,
-              seed: int = 0, time_limit: float = 60.0, event_limit: int | None = None, failure=None,
-              bottleneck: str | None = None, ideal_s: float = math.nan) -> Result:
-    """Flows of `block` bytes for every (source slot, destination slot) in `pairs`, all at t = 0."""
+def _run_pairs(fab, net, pairs, block: int, *, switch: Congestion, options: dict, time_limit: float = 60.0,
+               event_limit: int | None = None, failure=None, bottleneck: str | None = None,
+               ideal_s: float = math.nan) -> Result:
+    """Flows of `block` bytes for every (source slot, destination slot) in `pairs`, all at t = 0, with
+    `switch`'s transport, RTOmin, multipath scheme and seed."""
+    transport, rto_min, multipath, seed = switch.transport, switch.rto_min, switch.multipath, switch.seed
     wall = time.perf_counter()
     run = Result(fab, [], bottleneck or "", network=net, ideal_s=ideal_s)
     left = [len(pairs)]
@@ -158,35 +181,27 @@ def run_pairs(fab, net, pairs, block: int, *, transport: str, rto_min: float, mu
     return run
 
 
-def _common(transport, trim, pfc, multipath, buffer, failure, planes, credit_rate, bandwidth, rto_min, block):
-    check_options(transport, trim, pfc, multipath, buffer=buffer, failure=failure, planes=planes, credit_rate=credit_rate)
-    validate.positive(bandwidth, "bandwidth")
-    validate.positive(rto_min, "rto-min")
-    validate.whole(block, "block", 1, 1 << 30)
+INCAST = Congestion("nscc", buffer=32 * 1024, rto_min=0.2, ecn=DEFAULT, topology="star")
 
 
-def incast(senders: int = 16, block: int = 256 * 1024, *, topology_spec="star", transport: str = "nscc",
-           trim: bool = False, buffer=32 * 1024, rto_min: float = 0.2, multipath: str = "ecmp",
-           bandwidth: float = GBIT, latency: float = LATENCY, ecn="default", pfc=None, window=64 * 1024,
-           credit_rate=None, planes: int = 1, failure=None, seed: int = 0, time_limit: float = 60.0,
-           event_limit: int | None = None, hop_latency: float = 0.0, unscheduled: float = 0.0,
-           framing=None) -> Result:
-    """`senders` hosts (slots 1..N) each send `block` bytes to host 0 at once."""
+def incast(senders: int = 16, block: int = 256 * 1024, *, switch: Congestion = INCAST, nic: Link = NIC,
+           hop_latency: float = 0.0, framing=None, time_limit: float = 60.0, event_limit: int | None = None) -> Result:
+    """`senders` hosts (slots 1..N) each send `block` bytes to host 0 at once, through `switch` (its topology,
+    transport, trimming, buffer, RTOmin, multipath, ECN, PFC, window, credits, planes, failure, seed; the
+    defaults are ``INCAST``'s: change them with ``dataclasses.replace(ethernet.INCAST, ...)``); every NIC is
+    `nic`."""
     validate.whole(senders, "senders", 1, 100_000, int_only=True)
-    _common(transport, trim, pfc, multipath, buffer, failure, planes, credit_rate, bandwidth, rto_min, block)
-    fab, net = build(topology_spec, senders + 1, bandwidth=bandwidth, latency=latency, buffer=buffer,
-                     transport=transport, trim=trim, ecn=ecn, pfc=pfc, planes=planes, hop_latency=hop_latency,
-                     framing=framing, seed=seed)
+    _check(switch, nic, block)
+    transport = switch.transport
+    fab, net = build(switch.topology, senders + 1, switch=switch, nic=nic, hop_latency=hop_latency, framing=framing)
     pairs = [(i + 1, 0) for i in range(senders)]
     down = net.paths(net.node(1), net.node(0))[0][-1].name
-    options = transport_options(transport, trim, window, credit_rate)
+    options = transport_options(transport, switch.trim, switch.window, switch.credit_rate)
     if transport == "rccc":
-        options["unscheduled"] = validate.number(unscheduled, "unscheduled", 0, 1 << 40)
-    elif unscheduled:
-        raise ValueError(f"unscheduled: bytes sent before the first credit are RCCC's, not {transport}'s")
-    run = run_pairs(fab, net, pairs, block, transport=transport, rto_min=rto_min, multipath=multipath,
-                    options=options, seed=seed, time_limit=time_limit, event_limit=event_limit, failure=failure,
-                    bottleneck=down, ideal_s=lossless_round(senders, block, bandwidth))
+        options["unscheduled"] = switch.unscheduled
+    run = _run_pairs(fab, net, pairs, block, switch=switch, options=options, time_limit=time_limit,
+                     event_limit=event_limit, failure=switch.failure, bottleneck=down,
+                     ideal_s=lossless_round(senders, block, nic.bandwidth))
     return run
 
 
@@ -196,23 +211,23 @@ def ring_pairs(topo: Topology, hosts: int, placement="shuffled", seed: int = 0) 
     return [(int(slots[r]), int(slots[(r + 1) % hosts])) for r in range(hosts)]
 
 
-def ring_step(hosts: int | None = None, block: int = 256 * 1024, *, topology_spec="fattree:4", transport="nscc",
-              multipath: str = "spray", placement="shuffled", trim: bool = False, buffer=None,
-              rto_min: float = 0.2, bandwidth: float = GBIT, latency: float = LATENCY, ecn="default",
-              window=None, credit_rate=None, planes: int = 1, failure=None, seed: int = 0,
-              time_limit: float = 60.0, event_limit: int | None = None, hop_latency: float = 0.0) -> Result:
-    """One ring all-reduce step: rank r sends `block` to rank r + 1, every rank at once."""
-    _common(transport, trim, None, multipath, buffer, failure, planes, credit_rate, bandwidth, rto_min, block)
-    topo = topology(topology_spec, hosts or 16, bandwidth, latency, hop_latency=hop_latency)
+RING = Congestion("nscc", ecn=DEFAULT, window=None, topology="fattree:4", placement="shuffled", multipath="spray")
+
+
+def ring_step(hosts: int | None = None, block: int = 256 * 1024, *, switch: Congestion = RING, nic: Link = NIC,
+              hop_latency: float = 0.0, time_limit: float = 60.0, event_limit: int | None = None) -> Result:
+    """One ring all-reduce step: rank r sends `block` to rank r + 1, every rank at once, the ranks placed on
+    `switch`'s topology by its placement (defaults: ``RING``)."""
+    _check(switch, nic, block)
+    topo = topology(switch.topology, hosts or 16, nic.bandwidth, nic.latency, hop_latency=hop_latency)
     hosts = topo.size if hosts is None else validate.whole(hosts, "hosts", 2, topo.size, int_only=True)
-    fab, net = build(topo, hosts, bandwidth=bandwidth, latency=latency, buffer=buffer, transport=transport,
-                     trim=trim, ecn=ecn, planes=planes, seed=seed)
-    pairs = ring_pairs(topo, hosts, placement, seed)
-    run = run_pairs(fab, net, pairs, block, transport=transport, rto_min=rto_min, multipath=multipath,
-                    options=transport_options(transport, trim, window, credit_rate), seed=seed,
-                    time_limit=time_limit, event_limit=event_limit, failure=failure,
-                    ideal_s=block / bandwidth)
-    run.info["ecmp_collisions"] = ecmp_collisions(topo, pairs, seed)
+    fab, net = build(topo, hosts, switch=switch, nic=nic)
+    pairs = ring_pairs(topo, hosts, switch.placement, switch.seed)
+    run = _run_pairs(fab, net, pairs, block, switch=switch,
+                     options=transport_options(switch.transport, switch.trim, switch.window, switch.credit_rate),
+                     time_limit=time_limit, event_limit=event_limit, failure=switch.failure,
+                     ideal_s=block / nic.bandwidth)
+    run.info["ecmp_collisions"] = ecmp_collisions(topo, pairs, switch.seed)
     busiest = max(net.link_bytes("fabric").items(), key=lambda kv: kv[1], default=("", 0))
     run.bottleneck = busiest[0] or run.flows[0].path[-1].name
     return run
@@ -252,42 +267,44 @@ def recovery(run: Result) -> dict:
     return {"lost_on_failed_link": after, "last_sent_onto_it_s": (last - failure.at) if last > -math.inf else 0.0}
 
 
-def failover(hosts: int = 8, block: int = 2 * 1024 * 1024, *, topology_spec="spineleaf:2:4:1",
-             multipath: str = "reps", transport: str = "nscc", link: str = "leaf0->spine0", at: float = 2e-3,
-             reroute: float | None = 10e-3, buffer=64 * 1024, trim: bool = True, rto_min: float = 1e-3,
-             bandwidth: float = GBIT, latency: float = LATENCY, seed: int = 0, time_limit: float = 60.0,
-             event_limit: int | None = None) -> Result:
-    """Hosts on the first leaf send `block` each to hosts on the last, across the spines; `link` fails at `at`."""
-    from .failure import Failure
-    failure = Failure(link, at, reroute) if link else None
-    _common(transport, trim, None, multipath, buffer, failure, 1, None, bandwidth, rto_min, block)
-    topo = topology(topology_spec, hosts, bandwidth, latency)
+FAILOVER = Congestion("nscc", buffer=64 * 1024, trim=True, rto_min=1e-3, ecn=DEFAULT, window=None,
+                      topology="spineleaf:2:4:1", multipath="reps", failure=Failure("leaf0->spine0", 2e-3, 10e-3))
+
+
+def failover(hosts: int = 8, block: int = 2 * 1024 * 1024, *, switch: Congestion = FAILOVER, nic: Link = NIC,
+             time_limit: float = 60.0, event_limit: int | None = None) -> Result:
+    """Hosts on the first leaf send `block` each to hosts on the last, across the spines; `switch`'s failure
+    (``failure.Failure``: a link, when it fails, when routing reroutes; None: no failure) happens during the
+    step. Defaults: ``FAILOVER``."""
+    _check(switch, nic, block)
+    topo = topology(switch.topology, hosts, nic.bandwidth, nic.latency)
     half = hosts // 2
-    fab, net = build(topo, hosts, bandwidth=bandwidth, latency=latency, buffer=buffer, transport=transport,
-                     trim=trim, seed=seed)
+    fab, net = build(topo, hosts, switch=switch, nic=nic)
     pairs = [(i, half + i) for i in range(half)]
-    run = run_pairs(fab, net, pairs, block, transport=transport, rto_min=rto_min, multipath=multipath,
-                    options=transport_options(transport, trim, None), seed=seed, time_limit=time_limit,
-                    event_limit=event_limit, failure=failure, ideal_s=block / bandwidth)
+    run = _run_pairs(fab, net, pairs, block, switch=switch, options=transport_options(switch.transport, switch.trim, None),
+                     time_limit=time_limit, event_limit=event_limit, failure=switch.failure,
+                     ideal_s=block / nic.bandwidth)
     run.info.update(recovery(run))
     return run
 
 
-def planes_step(hosts: int = 8, block: int = 2 * 1024 * 1024, *, planes: int = 8, failed: str = "none",
-                multipath: str = "reps", transport: str = "nscc", buffer=64 * 1024, trim: bool = True,
-                rto_min: float = 1e-3, bandwidth: float = 8 * GBIT, latency: float = LATENCY, seed: int = 0,
-                time_limit: float = 2.0, event_limit: int | None = None) -> Result:
-    """A ring step over `planes` one-switch planes of bandwidth / planes each; `failed`: 'none', or 'link'
-    (host 0's link in plane planes - 1, down from the start)."""
-    from .failure import Failure
+PLANES = Congestion("nscc", buffer=64 * 1024, trim=True, rto_min=1e-3, ecn=DEFAULT, window=None, topology="star",
+                    multipath="reps", planes=8)
+
+
+def planes_step(hosts: int = 8, block: int = 2 * 1024 * 1024, *, failed: str = "none", switch: Congestion = PLANES,
+                nic: Link = Link(8 * GBIT, LATENCY), time_limit: float = 2.0, event_limit: int | None = None) -> Result:
+    """A ring step over `switch`'s planes (one-switch planes of the NIC's bandwidth / planes each); `failed`:
+    'none', or 'link' (host 0's link in the last plane, down from the start). Defaults: ``PLANES``."""
     validate.choice(failed, "failed", ("none", "link"))
+    planes = switch.planes
     failure = Failure("h0->switch", 0.0, None, plane=planes - 1) if failed == "link" else None
-    _common(transport, trim, None, multipath, buffer, failure, planes, None, bandwidth, rto_min, block)
-    topo = topology("star", hosts, bandwidth, latency)
-    fab, net = build(topo, hosts, bandwidth=bandwidth, latency=latency, buffer=buffer, transport=transport,
-                     trim=trim, planes=planes, seed=seed)
+    _check(switch, nic, block)
+    check_options(switch.transport, switch.trim, None, switch.multipath, buffer=switch.buffer, failure=failure,
+                  planes=planes)
+    topo = topology("star", hosts, nic.bandwidth, nic.latency)
+    fab, net = build(topo, hosts, switch=switch, nic=nic)
     pairs = [(r, (r + 1) % hosts) for r in range(hosts)]
-    run = run_pairs(fab, net, pairs, block, transport=transport, rto_min=rto_min, multipath=multipath,
-                    options=transport_options(transport, trim, None), seed=seed, time_limit=time_limit,
-                    event_limit=event_limit, failure=failure, ideal_s=block / bandwidth)
+    run = _run_pairs(fab, net, pairs, block, switch=switch, options=transport_options(switch.transport, switch.trim, None),
+                     time_limit=time_limit, event_limit=event_limit, failure=failure, ideal_s=block / nic.bandwidth)
     return run

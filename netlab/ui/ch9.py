@@ -9,6 +9,8 @@ answer comes within about a second (``benchmarks/ch9_speed.py`` measures it).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import ipywidgets as widgets
 
 from ..fabric import ethernet
@@ -38,13 +40,13 @@ def run_setting(topology="fat-tree k=4", traffic="ring step", multipath="ecmp", 
         if spec == "star":
             raise ValueError("failure: the one-switch star has no link between switches to fail")
         fail = Failure(FAILED_LINK[spec], at=0.2 * ideal, reroute=10e-3)
-    common = dict(topology_spec=spec, transport=transport, multipath=multipath, trim=trim, buffer=buf,
-                  rto_min=rto, failure=fail, event_limit=event_limit,
-                  window=64 * 1024)
+    common = dict(topology=spec, transport=transport, multipath=multipath, trim=trim, buffer=buf, rto_min=rto,
+                  failure=fail, window=64 * 1024)
     if traffic == "incast":
-        return ethernet.incast(senders, BLOCK, **common)
+        return ethernet.incast(senders, BLOCK, switch=replace(ethernet.INCAST, **common), event_limit=event_limit)
     topo = ethernet.topology(spec, hosts)
-    return ethernet.ring_step(min(hosts, topo.size), BLOCK, placement="shuffled", **common)
+    return ethernet.ring_step(min(hosts, topo.size), BLOCK, switch=replace(ethernet.RING, placement="shuffled", **common),
+                              event_limit=event_limit)
 
 
 def panel_run(**values):

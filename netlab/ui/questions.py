@@ -9,6 +9,8 @@ the chapters' own (BytePS, OSDI 2020; Vasudevan et al., SIGCOMM 2009; PyTorch DD
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .predict import Prediction
 
 
@@ -323,7 +325,8 @@ def ch9(path=None) -> Prediction:
     """Chapter 9, section 1: one ring all-reduce step with shuffled ranks on a fat-tree, ECMP against spraying."""
     def measure():
         from ..fabric import ethernet
-        t = {m: ethernet.ring_step(None, 512 * 1024, topology_spec="fattree:4", transport="nscc", multipath=m)
+        t = {m: ethernet.ring_step(None, 512 * 1024,
+                                   switch=replace(ethernet.RING, topology="fattree:4", transport="nscc", multipath=m))
              for m in ("ecmp", "spray")}
         ratio = t["ecmp"].completion_s / t["spray"].completion_s
         return {"value": ratio, "collisions": t["ecmp"].info["ecmp_collisions"],
@@ -350,8 +353,8 @@ def ch9_reorder(path=None) -> Prediction:
     """Chapter 9, section 2: Reno under spraying, nothing dropped: does it resend?"""
     def measure():
         from ..fabric import ethernet
-        r = ethernet.ring_step(None, 512 * 1024, topology_spec="fattree:4", transport="reno", multipath="spray",
-                               window=64 * 1024)
+        r = ethernet.ring_step(None, 512 * 1024,
+                               switch=replace(ethernet.RING, topology="fattree:4", transport="reno", multipath="spray", window=64 * 1024))
         s = r.summary()
         packets = sum(f.npkts for f in r.flows)
         return {"value": s["retransmissions"], "drops": s["drops"], "packets": packets,
@@ -379,7 +382,8 @@ def ch9_trim(path=None) -> Prediction:
     def measure():
         from ..fabric import ethernet
         n, block = 16, 256 * 1024
-        r = ethernet.incast(n, block, transport="nscc", trim=True, buffer=32 * 1024, rto_min=0.2)
+        r = ethernet.incast(n, block,
+                            switch=replace(ethernet.INCAST, transport="nscc", trim=True, buffer=32 * 1024, rto_min=0.2))
         s = r.summary()
         return {"value": r.completion_s / r.ideal_s, "timeouts": s["timeouts"], "trims": s["trims"],
                 "text": f"trimming + NSCC: {r.completion_s * 1e3:.2f} ms (N x block / B = {r.ideal_s * 1e3:.2f} ms), "
@@ -404,7 +408,8 @@ def ch9_failover(path=None) -> Prediction:
     """Chapter 9, section 4: a link failure during a step, ECMP with a 10 ms reroute against REPS."""
     def measure():
         from ..fabric import ethernet
-        t = {m: ethernet.failover(8, 2 * 1024 * 1024, multipath=m, at=2e-3, reroute=10e-3) for m in ("ecmp", "reps")}
+        t = {m: ethernet.failover(8, 2 * 1024 * 1024,
+                                  switch=replace(ethernet.FAILOVER, multipath=m)) for m in ("ecmp", "reps")}
         ratio = t["ecmp"].completion_s / t["reps"].completion_s
         return {"value": ratio, "text": f"ECMP {t['ecmp'].completion_s * 1e3:.1f} ms, REPS {t['reps'].completion_s * 1e3:.1f} "
                                         f"ms; REPS sent its last packet onto the dead link "
@@ -429,8 +434,8 @@ def ch9_planes(path=None) -> Prediction:
     """Chapter 9, section 5: eight planes with one down."""
     def measure():
         from ..fabric import ethernet
-        healthy = ethernet.planes_step(8, planes=8, multipath="reps")
-        down = ethernet.planes_step(8, planes=8, failed="link", multipath="reps")
+        healthy = ethernet.planes_step(8, switch=replace(ethernet.PLANES, multipath="reps", planes=8))
+        down = ethernet.planes_step(8, switch=replace(ethernet.PLANES, multipath="reps", planes=8), failed="link")
         ratio = healthy.completion_s / down.completion_s
         return {"value": ratio, "text": f"8 planes: healthy {healthy.completion_s * 1e3:.3f} ms, one plane down "
                                         f"{down.completion_s * 1e3:.3f} ms: {ratio:.3f} of the healthy goodput"}
