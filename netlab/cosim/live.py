@@ -298,8 +298,8 @@ class _FabricDriver:
         if self.ranks > topo.size:
             raise ValueError(f"topology: {topo.name} has {topo.size} hosts, the run has {self.ranks} ranks")
         self.engine = Fabric(seed=spec.seed)
-        self.net = ethernet.SwitchedNetwork(self.engine, topo, buffer=spec.buffer, ecn=spec.ecn, pfc=spec.pfc,
-                                            trim=spec.trim, planes=spec.planes, framing=getattr(link, "framing", None))
+        self.net = ethernet.SwitchedNetwork(self.engine, topo, switch=spec, ecn=spec.ecn,
+                                            framing=getattr(link, "framing", None))
         self.slots = [int(s) for s in topo.placement(self.ranks, spec.placement, spec.seed)]
         self.choosers: dict = {}                     # (src, dst) -> the connection's path chooser
         self.flows = []

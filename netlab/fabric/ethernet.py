@@ -16,6 +16,11 @@ starts a set of flows at t = 0 and runs them to completion, and returns a ``Resu
 * ``planes_step``: a ring step over N planes (an 800G NIC as 8 x 100G), healthy or with a plane's
   link at one host down, against one link of the whole rate.
 
+Each takes the switch as a ``Congestion`` (the one description of a switch that ``netlab.network`` takes;
+``INCAST``, ``RING``, ``FAILOVER`` and ``PLANES`` hold each experiment's defaults) and the NIC as a ``Link``.
+One module over 300 lines because the four experiments are one concept: they share the builder, the runner,
+the result type and the closed forms they are set beside.
+
 Transports are chapter 6's and UET's (``nscc``, ``rccc``); ``multipath`` is ``ecmp``, ``spray`` or
 ``reps``; ``trim`` makes every switch port trim instead of dropping. ECN: NSCC and RCCC get UEC
 htsim's default marking, from 20 % to 80 % of the buffer (RED, Pmax 1) when no ``ecn`` is given;
@@ -143,8 +148,8 @@ def build(spec, hosts: int, *, switch: Congestion, nic: Link = NIC, hop_latency:
     if hosts > topo.size:
         raise ValueError(f"senders: {topo.name} has {topo.size} hosts, {hosts} needed")
     fab = Fabric(switch.seed)
-    net = SwitchedNetwork(fab, topo, buffer=switch.buffer, ecn=_marking(switch, nic.bandwidth), pfc=switch.pfc,
-                          trim=switch.trim, planes=switch.planes, shared_buffer=shared_buffer, framing=framing)
+    net = SwitchedNetwork(fab, topo, switch=switch, ecn=_marking(switch, nic.bandwidth), shared_buffer=shared_buffer,
+                          framing=framing)
     return fab, net
 
 

@@ -9,6 +9,9 @@
 * ``victim``: the DCQCN-validation scenario (H1->R1 and H2->R2 cross the link S1->S2; hosts on S2
   send an incast to R2): with PFC the pause of S1->S2 stops H1->R1, which never goes near R2.
 
+Each takes its config (``Incast``, ``Victim``, a ``Congestion`` switch). One module over 300 lines because
+the three are one concept: the same star, the same ``Run`` and the same checks of their settings.
+
 Defaults: 1500-byte packets, 25 us per link, so a 2-link path has a base RTT of 100 us plus
 serialization (Vasudevan's SAN RTTs were 100-700 us).
 """

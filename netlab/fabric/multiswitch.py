@@ -33,6 +33,7 @@ from ..net import routing
 from ..net.topology import KINDS
 from . import multipath as mp
 from . import transport as tp
+from .congestion import Congestion
 from .switch import NIC_QUEUE, Port
 from .trimming import TrimmingPort
 
@@ -73,11 +74,14 @@ class HostNIC:
 class SwitchedNetwork:
     """Ports, switches and paths of one topology (possibly in several planes) in a Fabric."""
 
-    def __init__(self, fabric, topology, *, buffer=None, ecn=None, pfc=None, trim: bool = False,
-                 shared_buffer: bool = False, planes: int = 1, framing=None):
-        """``framing``: a ``net.framing.Framing``: packets of its payload, its headers on the wire (None: MTU
-        packets, no headers counted)."""
+    def __init__(self, fabric, topology, *, switch: Congestion = Congestion(), ecn=None, shared_buffer: bool = False,
+                 framing=None):
+        """`switch`: the switches' buffer per port, PFC, trimming and planes (``Congestion``); `ecn`: their
+        marking (resolved: an ``ECN`` or None); `shared_buffer`: each switch's buffer is one pool shared by its
+        ports. ``framing``: a ``net.framing.Framing``: packets of its payload, its headers on the wire (None:
+        MTU packets, no headers counted)."""
         from .switch import MTU
+        buffer, pfc, trim, planes = switch.buffer, switch.pfc, switch.trim, switch.planes
         t = topology
         if t.accelerators_per_host != 1 or t.direct:
             raise ValueError("topology: the packet fabric takes switched fabrics with one accelerator per host "
