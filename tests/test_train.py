@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import netlab
-from netlab import data
+from netlab import collectives, data
 from netlab.dataparallel import train
 
 
@@ -83,7 +83,7 @@ def single_process(steps, ranks, batch, make_opt):
 
 
 def fitted(comm, **kw):
-    res = train.fit(comm, width=32, batch=8, eval_every=0, **kw)
+    res = train.fit(comm, train.FitConfig(width=32, batch=8, eval_every=0, **kw))
     return torch.nn.utils.parameters_to_vector(res.model.parameters()).detach()
 
 
@@ -122,3 +122,52 @@ def test_a_cached_initial_model_equals_a_fresh_one_and_leaves_the_rng_as_buildin
             assert torch.equal(mine, theirs)
         with torch.no_grad():
             model[0].weight += 1                       # a caller's change never reaches the next copy
+
+
+def _summed_by_tree(comm, flat, step):
+    """A plain function as a sync, as exercise code writes one."""
+    return collectives.allreduce(comm, flat, algo="tree")
+
+
+def fitted_with_function(comm):
+    res = train.fit(comm, train.FitConfig(width=32, batch=8, eval_every=0, steps=3, momentum=0.9), sync=_summed_by_tree)
+    return torch.nn.utils.parameters_to_vector(res.model.parameters()).detach()
+
+
+def test_a_plain_function_is_a_gradient_sync_and_trains_the_single_process_model():
+    res = netlab.run(fitted_with_function, ranks=3, network=netlab.network("10Gbit/s", "5us"),
+                     device=netlab.device("cpu-core"))
+    reference = single_process(3, 3, 8, lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9))
+    for params in res.values:
+        torch.testing.assert_close(params, reference, rtol=1e-5, atol=1e-5)
+
+
+class _Weights(train.Sync):
+    returns = "weights"
+
+
+def _old_style(comm, flat, step):
+    return flat
+
+
+_old_style.returns = "parameters"
+
+
+@pytest.mark.parametrize("settings, name", [({"lr": -0.1}, "lr"), ({"steps": 2.5}, "steps"), ({"width": 3}, "width"),
+                                            ({"optimizer": "lbfgs"}, "optimizer"), ({"eval_every": -1}, "eval_every"),
+                                            ({"momentum": float("nan")}, "momentum"), ({"seed": -1}, "seed")])
+def test_a_bad_fit_config_names_the_field(settings, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        train.FitConfig(**settings)
+
+
+@pytest.mark.parametrize("sync", [42, _Weights(), _old_style])
+def test_a_bad_sync_is_refused_before_training_with_the_parameter_named(sync):
+    with pytest.raises(ValueError, match="^sync:"):
+        train.fit(None, train.FitConfig(steps=1), sync=sync)
+
+
+def test_fit_config_like_takes_the_shared_fields_of_another_config():
+    from netlab.ps.config import Training
+    cfg = train.FitConfig.like(Training(width=64, lr=0.3, momentum=0.5, eval_every=4), steps=7)
+    assert (cfg.width, cfg.lr, cfg.momentum, cfg.eval_every, cfg.steps, cfg.batch) == (64, 0.3, 0.5, 4, 7, 32)

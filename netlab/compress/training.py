@@ -31,7 +31,7 @@ from .methods import SyncConfig
 from .codec_cost import codec_seconds
 from .config import TrainConfig
 
-class Counted:
+class Counted(train.Sync):
     """A compression pipeline as ``train.fit``'s sync, counting the bytes it really sent and its payloads."""
     returns, region = "gradient", None
 
@@ -64,9 +64,10 @@ def train_compressed(comm, method: str = "none", error_feedback: bool = False, s
                                    world_size=comm.world_size, comm_rank=comm.rank, seed=seed, encode_s=encode_s,
                                    decode_s=decode_s, **options))
     sync = Counted(pipeline)
-    res = train.fit(comm, steps=steps, width=width, layers=layers, batch=batch, lr=lr, seed=seed, sync=sync,
-                    momentum=0.0 if pipeline.handles_momentum else momentum, eval_every=eval_every, model=model,
-                    stop_if_not_finite=True)
+    fit = train.FitConfig(steps=steps, width=width, layers=layers, batch=batch, lr=lr, seed=seed,
+                          momentum=0.0 if pipeline.handles_momentum else momentum, eval_every=eval_every,
+                          stop_if_not_finite=True)
+    res = train.fit(comm, fit, sync=sync, model=model)
     return {**res.history, "wire_bytes": sync.wire_bytes, "payload_bytes": sync.payload_bytes,
             "steps_done": res.steps_done, "diverged": res.diverged, "clock_s": comm.now()}
 

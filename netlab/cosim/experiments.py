@@ -37,8 +37,8 @@ TRANSPORTS = ("ideal", "reno", "dctcp", "dcqcn")
 
 def _steps(comm, steps: int, width: int, batch: int):
     """Train `steps` steps with a ring all-reduce; this rank's clock after each step."""
-    fit = train.fit(comm, steps=steps, width=width, batch=batch, eval_every=1, eval_from=0,
-                    sync=train.allreduce_sync("ring"))
+    fit = train.fit(comm, train.FitConfig(steps=steps, width=width, batch=batch, eval_every=1, eval_from=0),
+                    sync=train.AllReduce("ring"))
     return fit.history["time_s"]
 
 

@@ -120,7 +120,7 @@ def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> t
     return total
 
 
-class SummationSync:
+class SummationSync(train.Sync):
     """``exchange`` as ``train.fit``'s sync: the workers get the summed gradient and step the optimizer."""
     returns, region = "gradient", "push/pull"
 
@@ -137,9 +137,9 @@ def rank_main(comm, cfg: HybridConfig) -> dict:
         for t in range(cfg.steps):
             exchange(comm, cfg, t, None)
         return {"role": "server"}
-    res = train.fit(comm, steps=cfg.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, lr=cfg.lr,
-                    momentum=cfg.momentum, seed=cfg.seed, sync=SummationSync(cfg), eval_every=cfg.eval_every,
-                    batch_slice=lambda t: (comm.rank, cfg.workers))
+    fit = train.FitConfig(steps=cfg.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, lr=cfg.lr,
+                          momentum=cfg.momentum, seed=cfg.seed, eval_every=cfg.eval_every)
+    res = train.fit(comm, fit, sync=SummationSync(cfg), batch_slice=lambda t: (comm.rank, cfg.workers))
     return {"role": "worker", "comm_s": res.comm_s, "history": res.evaluated(comm.rank),
             "params": parameters_to_vector(res.model.parameters()).detach().numpy() if comm.rank == 0 else None}
 
