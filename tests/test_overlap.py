@@ -136,7 +136,7 @@ def test_many_buckets_follow_the_alpha_beta_pipeline(cap):
     nbytes = [sum(size[i] for i in b) for b in plan]
     ready = [DEV.seconds(f) for f in bk.bucket_ready_flops(prof, plan)]
     optimizer = DEV.seconds(2 * train.parameter_count(SHAPE["width"], SHAPE["layers"]))
-    want = overlap.pipeline_time(nbytes, ready, DEV.seconds(prof.total_flops), 4, NET.nic, optimizer)
+    want = overlap.pipeline_time(nbytes, ready, DEV.seconds(prof.total_flops), 4, link=NET.nic, optimizer_s=optimizer)
     assert res.trace.makespan == pytest.approx(want["total_s"], rel=0.01)
     assert res.values[0]["exposed_comm_s"] == pytest.approx(want["exposed_comm_s"], rel=0.01)
     # overlap hides communication: the same buckets sent after the backward pass take longer

@@ -73,7 +73,7 @@ def reference(steps, width, batch, lr, momentum, membership, seed=0):
         model.zero_grad()
         members = membership.members(t)
         for i, _ in enumerate(members):
-            idx = train.batch_indices(t, i, len(members), batch, len(y), seed)
+            idx = train.batch_indices(t, i, len(members), batch, n=len(y), seed=seed)
             (F.cross_entropy(model(x[idx]), y[idx], reduction="sum") / (len(members) * batch)).backward()
         with torch.no_grad():
             for v, p in zip(velocity, model.parameters()):

@@ -16,7 +16,7 @@ def test_summed_gradients_equal_the_single_process_full_batch_gradient(ranks, ba
                      device=netlab.device("cpu-core"), width=64, batch=batch, return_grad=True)
     model = train.make_model(64, 2, seed=0)
     x, y = data.load("train")
-    idx = torch.cat([train.batch_indices(0, r, ranks, batch, len(y)) for r in range(ranks)])
+    idx = torch.cat([train.batch_indices(0, r, ranks, batch, n=len(y)) for r in range(ranks)])
     loss = F.cross_entropy(model(x[idx]), y[idx])                    # mean over the global batch
     loss.backward()
     reference = train.flat_grad(model)
@@ -26,7 +26,7 @@ def test_summed_gradients_equal_the_single_process_full_batch_gradient(ranks, ba
 
 
 def test_global_batches_do_not_overlap_between_ranks():
-    idx = [train.batch_indices(3, r, 4, 16, 1438).tolist() for r in range(4)]
+    idx = [train.batch_indices(3, r, 4, 16, n=1438).tolist() for r in range(4)]
     flat = sum(idx, [])
     assert len(flat) == len(set(flat)) == 64
 
@@ -56,7 +56,7 @@ def test_bad_model_sizes_name_the_parameter():
     with pytest.raises(ValueError, match="^layers:"):
         train.make_model(64, 0)
     with pytest.raises(ValueError, match="^batch:"):
-        train.batch_indices(0, 0, 16, 1000, 1438)
+        train.batch_indices(0, 0, 16, 1000, n=1438)
 
 
 def test_data_parallel_training_learns_the_digits():
@@ -75,7 +75,7 @@ def single_process(steps, ranks, batch, make_opt):
     x, y = data.load("train")
     opt = make_opt(model.parameters())
     for t in range(steps):
-        idx = torch.cat([train.batch_indices(t, r, ranks, batch, len(y)) for r in range(ranks)])
+        idx = torch.cat([train.batch_indices(t, r, ranks, batch, n=len(y)) for r in range(ranks)])
         opt.zero_grad()
         F.cross_entropy(model(x[idx]), y[idx]).backward()
         opt.step()

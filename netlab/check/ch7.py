@@ -73,8 +73,8 @@ def _pipeline(nbytes, ready, compute, optimizer, ranks, bandwidth, latency) -> f
     """The exercise's definition in closed form (``overlap.pipeline_time``), for the spec cases and the probes."""
     from ..dataparallel import overlap
     from ..net.network import Link
-    return overlap.pipeline_time(list(nbytes), list(ready), compute, ranks, Link(bandwidth, latency),
-                                 optimizer)["total_s"]
+    return overlap.pipeline_time(list(nbytes), list(ready), compute, ranks, link=Link(bandwidth, latency),
+                                 optimizer_s=optimizer)["total_s"]
 
 
 def _number(fn, *args):

@@ -55,7 +55,7 @@ class _CommStream:
             clock.t = saved
 
 
-def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring",
+def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, *, algo: str = "ring",
                     lr: float = 0.1, seed: int = 0, bucket_bytes: int = bk.DEFAULT_BUCKET_BYTES,
                     first_bucket_bytes: int | None = None, overlap: bool = True, iteration: int = 1,
                     slowdown: dict | None = None, return_grad: bool = False) -> dict:
@@ -69,7 +69,7 @@ def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, al
     model = make_model(width, layers, seed)
     params = list(model.parameters())
     x, y = data.load("train")
-    idx = batch_indices(0, comm.rank, comm.world_size, batch, len(y), seed)
+    idx = batch_indices(0, comm.rank, comm.world_size, batch, n=len(y), seed=seed)
     prof = bk.backward_profile(width, layers, batch)
     plan = bk.plan(prof, bucket_bytes, first_bucket_bytes, iteration)
     ready_flops = bk.bucket_ready_flops(prof, plan)
@@ -138,7 +138,7 @@ def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, al
     return out
 
 
-def pipeline_time(bucket_bytes: list[int], ready_s: list[float], compute_s: float, p: int, link,
+def pipeline_time(bucket_bytes: list[int], ready_s: list[float], compute_s: float, p: int, *, link,
                   optimizer_s: float = 0.0, overlap: bool = True) -> dict:
     """The alpha-beta prediction of a bucketed step: each bucket's ring all-reduce queued after its ready time.
 

@@ -35,7 +35,7 @@ class StepResult:
                 "clock": self.clock, **self.setup}
 
 
-def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: str | None = None,
+def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", *, preset: str | None = None,
                  width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring",
                  device: str | Device = "cpu-core", efficiency: float = 0.5, emulate: bool = True,
                  timeout: float = 120.0, bucket=None, overlap: bool = False) -> StepResult:

@@ -124,7 +124,7 @@ def _count_step_flops(width: int, layers: int, batch: int) -> int:
     return counter.get_total_flops()
 
 
-def batch_indices(step: int, rank: int, world_size: int, batch: int, n: int, seed: int = 0) -> torch.Tensor:
+def batch_indices(step: int, rank: int, world_size: int, batch: int, *, n: int, seed: int = 0) -> torch.Tensor:
     """Rank `rank`'s `batch` samples of global batch `step` (world_size * batch samples, no overlap)."""
     per_epoch = n // (world_size * batch)
     if per_epoch == 0:
@@ -147,7 +147,7 @@ def set_flat_grad(model: nn.Module, flat: torch.Tensor) -> None:
         offset += n
 
 
-def local_step(comm, model, x, y, idx, global_batch: int, flops: int | None, seconds: float | None = None) -> float:
+def local_step(comm, model, x, y, *, idx, global_batch: int, flops: int | None, seconds: float | None = None) -> float:
     """Forward and backward on this rank's samples; returns its share of the global mean loss.
 
     Charged to the clock as `flops`, or as `seconds` when given (a straggler's stretched compute)."""
@@ -297,9 +297,9 @@ def fit(comm, config: FitConfig | None = None, *, sync=None, model: nn.Module | 
     out = Fit(model, {"step": [], "time_s": [], "loss": [], "accuracy": []}, [], 0, None, None, None)
     for t in steps:
         i, n = batch_slice(t) if batch_slice else (comm.rank, comm.world_size)
-        idx = batch_indices(t, i, n, batch, len(y), seed)
+        idx = batch_indices(t, i, n, batch, n=len(y), seed=seed)
         seconds = compute_s * slow(t) if compute_s is not None else None
-        out.loss = local_step(comm, model, x, y, idx, n * batch, flops, seconds)
+        out.loss = local_step(comm, model, x, y, idx=idx, global_batch=n * batch, flops=flops, seconds=seconds)
         start = comm.now()
         with comm.region(region) if region else contextlib.nullcontext():
             got = sync(comm, flat_grad(model), t)

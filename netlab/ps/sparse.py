@@ -83,7 +83,7 @@ def owners(cfg: SparseConfig) -> np.ndarray:
     return np.array([djb2(r) % cfg.servers for r in range(cfg.rows)], dtype=np.int64)
 
 
-def route(cfg: SparseConfig, home: np.ndarray, hot: np.ndarray, worker: int, ids: np.ndarray) -> np.ndarray:
+def route(cfg: SparseConfig, home: np.ndarray, hot: np.ndarray, worker: int, *, ids: np.ndarray) -> np.ndarray:
     """Which server worker `worker` asks for each of `ids`: the home, or its replica server for hot rows."""
     where = home[ids]
     if cfg.placement == "replicate" and len(hot):
@@ -108,12 +108,12 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
     for t in range(cfg.steps):
         ids = lookups(cfg, comm.rank, t)
         uniq, counts = np.unique(ids, return_counts=True)
-        where = route(cfg, home, hot, comm.rank, uniq)
+        where = route(cfg, home, hot, comm.rank, ids=uniq)
         per = [uniq[where == s] for s in range(cfg.servers)]
         routed += np.bincount(where, weights=counts, minlength=cfg.servers).astype(np.int64)   # lookups, not rows
         reqs, bufs = [], []
         for s, rows in enumerate(per):               # pull: count, then ids
-            meta = protocol.pack(None, 0, 0, t, len(rows))   # the count travels as 'version'
+            meta = protocol.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
             reqs.append(comm.isend(meta, cfg.server_rank(s)))
             bufs.append(meta)
             if len(rows):
@@ -130,7 +130,7 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
                 grads.append(n * (values[s] - targets[torch.from_numpy(rows)]) / (cfg.workers * cfg.lookups))
         reqs, bufs = [], []
         for s, rows in enumerate(per):               # push: count, then ids and gradients
-            meta = protocol.pack(None, 0, 0, t, len(rows))   # the count travels as 'version'
+            meta = protocol.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
             reqs.append(comm.isend(meta, cfg.server_rank(s)))
             bufs.append(meta)
             if len(rows):
@@ -196,7 +196,7 @@ def rank_main(comm, cfg: SparseConfig, home, hot) -> dict:
     return server_main(comm, cfg, home, hot)
 
 
-def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=16, lookups_per_step=512, zipf=1.0,
+def run_sparse(workers=8, servers=4, placement="range", *, hot=0, rows=20_000, dim=16, lookups_per_step=512, zipf=1.0,
                steps=3, lr=0.5, bandwidth="1Gbit/s", latency="5us", seed=0, timeout=120.0) -> dict:
     """Run the embedding on real ranks; per-server bytes and rows, the hottest server's share, step time."""
     from ..runtime import launch, memory, shared

@@ -57,7 +57,8 @@ def predicted_curve(ranks: int, bandwidth: str, latency: str, overlap: bool, *, 
         plan = buckets.plan(prof, cap)
         ready = [d.seconds(f) for f in buckets.bucket_ready_flops(prof, plan)]
         nbytes = [sum(size[i] for i in b) for b in plan]
-        out.append(pipeline_time(nbytes, ready, compute, ranks, link, optimizer, overlap)["total_s"])
+        out.append(pipeline_time(nbytes, ready, compute, ranks, link=link, optimizer_s=optimizer,
+                                 overlap=overlap)["total_s"])
     return out
 
 

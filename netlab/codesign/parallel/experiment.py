@@ -56,9 +56,10 @@ def formula(mode: str, *, ranks: int, width: int, layers: int, batch: int, micro
         return 2 * (ranks - 1) * grad, device.seconds(flops) + comm
     if mode == "tp":
         return (tensor.traffic(width, layers, batch, ranks),
-                tensor.step_time(width, layers, batch, ranks, network, device))
+                tensor.step_time(width, layers, batch, ranks, network=network, device=device))
     return (pipeline.traffic(width, batch, ranks),
-            pipeline.step_time(width, layers, batch, ranks, micro_batches, network, device))
+            pipeline.step_time(width, layers, batch, ranks, micro_batches=micro_batches, network=network,
+                               device=device))
 
 
 def measure(mode: str = "dp", *, ranks: int = 4, bandwidth="10Gbit/s", latency="50us", width: int = 256,
@@ -73,7 +74,7 @@ def measure(mode: str = "dp", *, ranks: int = 4, bandwidth="10Gbit/s", latency="
     if mode == "tp":
         tensor.check(width, layers, ranks)
     if mode == "pp":
-        pipeline.check(width, layers, ranks, micro_batches, batch)
+        pipeline.check(width, layers, ranks, micro_batches, batch=batch)
     net = make_network(bandwidth, latency)
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     setup = {"width": width, "layers": layers, "batch": batch, "micro_batches": micro_batches if mode == "pp" else 1,
