@@ -93,9 +93,7 @@ class OverlapConfig:
 def overlapped_step(comm, config: OverlapConfig | None = None, **settings) -> dict:
     """One data-parallel step with bucketed gradient all-reduces (the rank function): an ``OverlapConfig``,
     or its fields as keywords."""
-    if config is not None and settings:
-        raise ValueError(f"config: give an OverlapConfig or its settings ({', '.join(settings)}), not both")
-    cfg = config if config is not None else OverlapConfig(**settings)
+    cfg = validate.config(OverlapConfig, config, settings)
     width, layers, batch, algo, lr, seed = cfg.width, cfg.layers, cfg.batch, cfg.algo, cfg.lr, cfg.seed
     bucket_bytes, first_bucket_bytes, overlap, iteration = (cfg.bucket_bytes, cfg.first_bucket_bytes, cfg.overlap,
                                                             cfg.iteration)

@@ -79,9 +79,7 @@ def measure_step(config: StepConfig | None = None, **settings) -> StepResult:
     With buckets or overlap (see ``StepConfig``) the result also has exposed_comm_s and overlap_frac,
     read from the trace (``netlab.observe.analysis``).
     """
-    if config is not None and settings:
-        raise ValueError(f"config: give a StepConfig or its settings ({', '.join(settings)}), not both")
-    cfg = config if config is not None else StepConfig(**settings)
+    cfg = validate.config(StepConfig, config, settings)
     ranks, bandwidth, latency, preset = cfg.ranks, cfg.bandwidth, cfg.latency, cfg.preset
     width, layers, batch, algo = cfg.width, cfg.layers, cfg.batch, cfg.algo
     device, efficiency, emulate, timeout, bucket, overlap = (cfg.device, cfg.efficiency, cfg.emulate, cfg.timeout,

@@ -276,9 +276,7 @@ def fit(comm, config: FitConfig | None = None, *, sync=None, model: nn.Module | 
     slow(step) -> the compute-time multiplier of this rank (a straggler); default none.
     Evaluation: rank 0's test accuracy, not charged to the clock.
     """
-    cfg = config if config is not None else FitConfig()
-    if not isinstance(cfg, FitConfig):
-        raise ValueError(f"config: must be a FitConfig, got {type(cfg).__name__}")
+    cfg = validate.config(FitConfig, config, {})
     sync = as_sync(sync)
     returns, region = sync.returns, sync.region
     steps, width, layers, batch, seed, eval_every = cfg.steps, cfg.width, cfg.layers, cfg.batch, cfg.seed, cfg.eval_every
@@ -346,7 +344,5 @@ def train(comm, config: FitConfig | None = None, *, sync=None, **settings) -> di
     `sync(comm, flat_grad, step) -> flat_grad` sums gradients across ranks (a ``Sync`` or a plain function;
     default: ring all-reduce). Evaluation is not charged to the clock: it is not part of training.
     """
-    if config is not None and settings:
-        raise ValueError(f"config: give a FitConfig or its settings ({', '.join(settings)}), not both")
-    cfg = config if config is not None else FitConfig(**{"momentum": 0.9, **settings})
+    cfg = validate.config(FitConfig, config, settings, momentum=0.9)
     return fit(comm, cfg, sync=sync).history

@@ -99,9 +99,7 @@ def measure(mode: str | ParallelConfig = "dp", **settings) -> ParallelResult:
     """One step of `mode` ("dp", "tp" or "pp") on real ranks: a ``ParallelConfig``, or a mode and the
     config's fields as keywords (ranks=4, bandwidth, latency, width, layers, batch = the global batch, ...)."""
     if isinstance(mode, ParallelConfig):
-        if settings:
-            raise ValueError(f"config: give a ParallelConfig or its settings ({', '.join(settings)}), not both")
-        cfg = mode
+        cfg = validate.config(ParallelConfig, mode, settings)
     else:
         cfg = ParallelConfig(mode=mode, **settings)
     mode, ranks, bandwidth, latency = cfg.mode, cfg.ranks, cfg.bandwidth, cfg.latency
