@@ -130,7 +130,8 @@ def _summed_by_tree(comm, flat, step):
 
 
 def fitted_with_function(comm):
-    res = train.fit(comm, train.FitConfig(width=32, batch=8, eval_every=0, steps=3, momentum=0.9), sync=_summed_by_tree)
+    cfg = train.FitConfig(width=32, batch=8, eval_every=0, steps=3, momentum=0.9)
+    res = train.fit(comm, cfg, sync=_summed_by_tree)
     return torch.nn.utils.parameters_to_vector(res.model.parameters()).detach()
 
 

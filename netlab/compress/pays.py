@@ -141,7 +141,8 @@ def allgather_crossover(dense_bytes: float, payload_bytes: float, ranks: int, la
     return math.inf if cost <= 0 else saved / cost
 
 
-def rule_crossover(dense_bytes: float, payload_bytes: float, ranks: int, communicator: str, *, codec_s: float) -> float:
+def rule_crossover(dense_bytes: float, payload_bytes: float, ranks: int, communicator: str, *,
+                   codec_s: float) -> float:
     """The rule of thumb for the crossover (bytes/s): B* = s x (codec throughput), latencies neglected.
 
     The codec throughput is the fp32 gradient's bytes over the codec's seconds per step; s is what the method

@@ -35,8 +35,8 @@ def for_steps(steps: int, methods=TABLE) -> list:
     return out
 
 
-def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = DEFAULT_CODEC, *, progress: bool = False,
-                 **kwargs) -> list[dict]:
+def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = DEFAULT_CODEC, *,
+                 progress: bool = False, **kwargs) -> list[dict]:
     """One row per method: accuracy without and with error feedback, payload, ratio, wire bytes, step time.
 
     kwargs go to ``run_training`` (bandwidth, latency, device, width, lr, seed ...).

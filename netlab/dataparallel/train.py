@@ -234,15 +234,16 @@ class FitConfig:
     momentum: float = 0.0
     optimizer: str = "sgd"              # "sgd" (momentum SGD) or "adam", torch.optim's
     seed: int = 0
-    eval_every: int = 10                # rank 0 evaluates every this many steps from `eval_from`, and after the last; 0: never
-    eval_from: int = 0
+    eval_every: int = 10                # rank 0 evaluates every this many steps from `eval_from`, and after
+    eval_from: int = 0                  # the last step; 0: never
     charge_optimizer: bool = True       # charge the optimizer's FLOPs to the clock
     stop_if_not_finite: bool = False    # stop when the synced gradient is not finite (the same on every rank)
 
     def __post_init__(self):
         if isinstance(self.steps, range):
             if self.steps.step != 1 or self.steps.start < 0:
-                raise ValueError(f"steps: a range of global steps must count up by 1 from 0 or more, got {self.steps!r}")
+                raise ValueError(f"steps: a range of global steps must count up by 1 from 0 or more, "
+                                 f"got {self.steps!r}")
         else:
             validate.whole(self.steps, "steps", 0, 10_000_000, int_only=True)
         check_model(self.width, self.layers)
@@ -279,7 +280,8 @@ def fit(comm, config: FitConfig | None = None, *, sync=None, model: nn.Module | 
     cfg = validate.config(FitConfig, config, {})
     sync = as_sync(sync)
     returns, region = sync.returns, sync.region
-    steps, width, layers, batch, seed, eval_every = cfg.steps, cfg.width, cfg.layers, cfg.batch, cfg.seed, cfg.eval_every
+    steps, width, layers, batch, seed = cfg.steps, cfg.width, cfg.layers, cfg.batch, cfg.seed
+    eval_every = cfg.eval_every
     lr, momentum, optimizer, eval_from = cfg.lr, cfg.momentum, cfg.optimizer, cfg.eval_from
     charge_optimizer, stop_if_not_finite = cfg.charge_optimizer, cfg.stop_if_not_finite
     steps = range(steps) if isinstance(steps, int) else steps
