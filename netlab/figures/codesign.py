@@ -1,7 +1,7 @@
 """Chapter 8's co-design figures: in-network aggregation against the ring over world size (lines
 from ``netlab.collectives.cost``, markers measured on real ranks), a job's all-reduce packed vs scattered, and
 a ring all-reduce against an all-to-all on a fat-tree at two oversubscription ratios, and the
-chapter's panel (``oversubscription``: both patterns against a spine-leaf's oversubscription).
+chapter's panel (``oversubscribed_patterns``: both patterns against a spine-leaf's oversubscription).
 
 Each function has the package's one shape (``figures.common``): the data first, the figure keyword-only
 (else a new pyplot-free one), the figure returned. The ring
@@ -121,8 +121,8 @@ OVERSUBSCRIPTION_STYLE = {"all-to-all": {"color": "#d62728", "marker": "s"},
                           "ring all-reduce": {"color": "#1f77b4", "marker": "o"}}
 
 
-def oversubscription(result: dict, *, fig=None, ratios=(1, 2, 4, 8)):
-    """Chapter 8's panel (``netlab.sim.oversubscription.grid``'s result): each pattern's time against the
+def oversubscribed_patterns(result: dict, *, fig=None, ratios=(1, 2, 4, 8)):
+    """Chapter 8's panel (``netlab.sim.placement_grid.grid``'s result): each pattern's time against the
     uplinks' oversubscription, packed and scattered, the setting ringed (left); the share of its bytes
     that cross the spine (right)."""
     fig = figure_or_new(fig, (12, 3.9))

@@ -181,7 +181,7 @@ def method_grid(rows, baseline, *, fig=None, x: str = "step", columns: int = 4):
     return fig
 
 
-def panel(results, baseline, *, fig=None, rows=None, mark: float | None = None):
+def compression_pays(results, baseline, *, fig=None, rows=None, mark: float | None = None):
     """Chapter 4's panel: accuracy against steps and time (top), and step time against bandwidth of the
     method and fp32 with `mark` (bytes/s) shaded (bottom; `rows` None: not measured yet, and it says so)."""
     fig = figure_or_new(fig, (10, 7))

@@ -39,7 +39,7 @@ def incast_run(run, *, fig=None, title: str = "", bins: int = 80, max_flows: int
     return fig
 
 
-def step_times(results: dict, *, ax=None):
+def step_time_cdf(results: dict, *, ax=None):
     """The distribution (CDF) of round times per transport, log time axis, with p50/p99 marked."""
     fig, ax = axes_or_new(ax, (9, 3.2))
     for i, (name, r) in enumerate(results.items()):
@@ -55,7 +55,7 @@ def step_times(results: dict, *, ax=None):
     return fig
 
 
-def victim(runs: dict, *, ax=None, flow: int = 0):
+def victim_rate(runs: dict, *, ax=None, flow: int = 0):
     """F1's rate over time in each run (e.g. {'PFC on': run, 'PFC off': run}), with the incast shaded
     from its first flow's start to its last byte's arrival (or the run's end, if it is still draining)."""
     fig, ax = axes_or_new(ax, (9, 3))
@@ -91,7 +91,7 @@ def sawtooth(run, ref: dict, *, ax=None, start: float = 0.005):
     return fig
 
 
-def fluid(runs: dict, *, fig=None, steady: float | None = None):
+def fluid_queues(runs: dict, *, fig=None, steady: float | None = None):
     """DCQCN fluid runs: queue (KB) over time, one line per label. With ``steady`` (s), a second panel
     shows the runs from that time on with its own y axis, so an oscillation of tens of KB is not
     flattened by the start-up transient's thousands."""
@@ -110,7 +110,7 @@ def fluid(runs: dict, *, fig=None, steady: float | None = None):
     return fig
 
 
-def goodput(rows, *, ax=None):
+def goodput_vs_senders(rows, *, ax=None):
     """Goodput against the number of senders, one line per RTOmin: rows of (senders, rto_min s, summary)."""
     fig, ax = axes_or_new(ax, (7, 3))
     senders = list(dict.fromkeys(n for n, _, _ in rows))

@@ -57,7 +57,7 @@ def _queue(ax, runs: dict, port: str | None = None) -> None:
     ax.legend(fontsize=7, loc="upper right")
 
 
-def queues(runs: dict, *, ax=None, title: str = ""):
+def queue_over_time(runs: dict, *, ax=None, title: str = ""):
     """The bottleneck's queue over time for each run; the first run's buffer dashed."""
     fig, ax = axes_or_new(ax, (9, 2.8))
     _queue(ax, runs)
@@ -79,7 +79,7 @@ def delivered(run, bins: int = 200):
     return (edges[:-1] + edges[1:]) / 2, np.diff(total) / np.diff(edges)
 
 
-def delivery(runs: dict, *, ax=None, line_rate: float, at: float | None = None, title: str = ""):
+def delivery_over_time(runs: dict, *, ax=None, line_rate: float, at: float | None = None, title: str = ""):
     """What every flow together delivered over time, as a fraction of `line_rate`; `at`: a failure."""
     fig, ax = axes_or_new(ax, (9, 2.8))
     for i, (name, run) in enumerate(runs.items()):
@@ -97,7 +97,7 @@ def delivery(runs: dict, *, ax=None, line_rate: float, at: float | None = None, 
     return fig
 
 
-def planes(rows: dict, *, ax=None):
+def plane_bars(rows: dict, *, ax=None):
     """Horizontal bars: each setup's busbw as a fraction of the NIC's whole rate."""
     fig, ax = axes_or_new(ax, (8, 2.4))
     names = list(rows)
@@ -112,7 +112,7 @@ def planes(rows: dict, *, ax=None):
     return fig
 
 
-def framing(table: dict, *, ax=None):
+def framing_efficiency(table: dict, *, ax=None):
     """Payload / wire bytes per full packet against the MTU, one line per stack: {stack: (mtus, efficiency)}."""
     fig, ax = axes_or_new(ax, (6, 2.6))
     for i, (stack, (mtus, eff)) in enumerate(table.items()):

@@ -27,7 +27,7 @@ def server_load(result, *, ax=None, title="per-server load"):
     return fig
 
 
-def staleness(histograms: dict, *, ax=None, title="staleness of updates"):
+def staleness_bars(histograms: dict, *, ax=None, title="staleness of updates"):
     """One bar series per run: how many updates were applied `x` versions after their read."""
     fig, ax = axes_or_new(ax, (4, 3))
     n = max(len(histograms), 1)
@@ -41,7 +41,7 @@ def staleness(histograms: dict, *, ax=None, title="staleness of updates"):
     return fig
 
 
-def accuracy(curves: dict, *, ax=None, title="accuracy vs time"):
+def accuracy_vs_time(curves: dict, *, ax=None, title="accuracy vs time"):
     """curves: label -> history dict with time_s and accuracy (virtual seconds)."""
     fig, ax = axes_or_new(ax, (4, 3))
     longest = max((h["time_s"][-1] for h in curves.values() if h["time_s"]), default=1.0)
@@ -54,14 +54,14 @@ def accuracy(curves: dict, *, ax=None, title="accuracy vs time"):
     return fig
 
 
-def panel(result, baseline: dict, *, fig=None, mode: str = "bsp", steps_note: str = ""):
+def ps_vs_ring(result, baseline: dict, *, fig=None, mode: str = "bsp", steps_note: str = ""):
     """Chapter 3's panel: the PS run's per-server load, its staleness and accuracy against the ring's
     (``baseline``: ``ps.baseline.run_allreduce``'s dict); ``steps_note``: the accuracy title's, for a first answer."""
     fig = figure_or_new(fig, (13, 3.4))
     axes = fig.subplots(1, 3)
     server_load(result, ax=axes[0])
-    staleness({mode: result.staleness}, ax=axes[1])
-    accuracy({f"PS {mode}": result.history, "ring all-reduce": baseline["history"]}, ax=axes[2],
+    staleness_bars({mode: result.staleness}, ax=axes[1])
+    accuracy_vs_time({f"PS {mode}": result.history, "ring all-reduce": baseline["history"]}, ax=axes[2],
              **({"title": steps_note} if steps_note else {}))
     fig.subplots_adjust(left=0.05, right=0.99, bottom=0.16, top=0.9, wspace=0.3)   # one draw less than tight
     return fig
@@ -98,6 +98,6 @@ def runs_compared(runs: dict, baseline: dict, *, fig=None):
     """Accuracy against time of several PS runs and the ring (left) and their staleness (right)."""
     fig = figure_or_new(fig, (12, 3.6))
     axes = fig.subplots(1, 2)
-    accuracy({**{k: r.history for k, r in runs.items()}, "ring all-reduce": baseline["history"]}, ax=axes[0])
-    staleness({k: r.staleness for k, r in runs.items()}, ax=axes[1])
+    accuracy_vs_time({**{k: r.history for k, r in runs.items()}, "ring all-reduce": baseline["history"]}, ax=axes[0])
+    staleness_bars({k: r.staleness for k, r in runs.items()}, ax=axes[1])
     return fig

@@ -3,7 +3,7 @@
 Every change of a control trains chapter 1's MLP twice on real ranks -- through parameter servers
 with the chosen layout and consistency, and through a ring all-reduce with the same workers and
 stragglers -- and draws per-server bytes and port utilization (the hotspot), the staleness
-histogram, and accuracy against virtual time for both (``netlab.figures.ps.panel``).
+histogram, and accuracy against virtual time for both (``netlab.figures.ps.ps_vs_ring``).
 """
 from __future__ import annotations
 
@@ -94,5 +94,5 @@ class PSPanel(Panel):
             f"  hottest server carries {hot:.0%} of the server bytes (even split: {1 / servers:.0%})"
             + (f"; at most {r.max_gap} step(s) ahead of the slowest" if mode == "ssp" else "")])
         note = f"accuracy vs time: {steps} steps (the {self.steps}-step run follows)" if steps < self.steps else ""
-        fig = figures.panel(r, ar, mode=mode, steps_note=note)
+        fig = figures.ps_vs_ring(r, ar, mode=mode, steps_note=note)
         return text, fig

@@ -11,7 +11,7 @@ import ipywidgets as widgets
 
 from ..compress import DEFAULTS, LEVEL_BITS, METHODS, pays
 from ..compress.training import run_training
-from ..figures.compress import panel as compress_panel
+from ..figures.compress import compression_pays
 from ..units import fmt_bytes, fmt_time, parse_bandwidth
 from .panel import STYLE, Panel, choice, dropdown, refine, slider
 
@@ -92,5 +92,5 @@ class CompressPanel(Panel):
             cross = pays.crossover(rows, pays.label(method, options))
             lines.append(f"  compression stops paying above {pays.bandwidth_label(cross)}" if cross else
                          "  no crossover between 100 Mbit/s and 400 Gbit/s")
-        fig = compress_panel([] if method == "none" else [r], base, rows=rows, mark=parse_bandwidth(bandwidth))
+        fig = compression_pays([] if method == "none" else [r], base, rows=rows, mark=parse_bandwidth(bandwidth))
         return "\n".join(lines), fig

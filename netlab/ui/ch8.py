@@ -5,7 +5,7 @@ oversubscribed ratio : 1 (带宽收敛比), a job of `hosts` ranks placed packed
 possible, topology-aware: 拓扑感知) or scattered (round-robin over the leaves), and two traffic
 patterns of S bytes per rank: data parallelism's ring all-reduce and expert parallelism's
 all-to-all (``collectives.alltoall``, all blocks at once). Every number is the flow simulator's
-(``netlab.sim.oversubscription``: the lab's own schedules, max-min sharing, ``spray`` routing), for all four ratios
+(``netlab.sim.placement_grid``: the lab's own schedules, max-min sharing, ``spray`` routing), for all four ratios
 and both placements at once, so the figure shows the whole trade-off and the text the setting chosen.
 Beside each time the closed form (``predicted``): the ring's flows that leave a leaf share its
 uplinks, and the all-to-all's bytes that leave a leaf, n (p - n)/p S from the n job ranks there,
@@ -17,9 +17,9 @@ packets (chapter 6).
 from __future__ import annotations
 
 from .. import validate
-from ..figures.codesign import oversubscription
-from ..sim.oversubscription import BANDWIDTHS, HOSTS, LEAVES, PATTERNS, PORTS, RATIOS, SIZES, grid
-from ..sim.oversubscription import predicted, simulated  # noqa: F401 -- the model, read by the chapter's tests
+from ..figures.codesign import oversubscribed_patterns
+from ..sim.placement_grid import BANDWIDTHS, HOSTS, LEAVES, PATTERNS, PORTS, RATIOS, SIZES, grid
+from ..sim.placement_grid import predicted, simulated  # noqa: F401 -- the model, read by the chapter's tests
 from ..units import fmt_bytes, fmt_time, parse_bytes
 from .panel import Panel, choice, toggle
 
@@ -53,7 +53,7 @@ class Ch8Panel(Panel):
 
     def render(self, values):
         self.last = result = grid(values, nbytes=parse_bytes(values.size, "size"))
-        return self.describe(result), oversubscription(result, ratios=RATIOS)
+        return self.describe(result), oversubscribed_patterns(result, ratios=RATIOS)
 
     @staticmethod
     def describe(result) -> str:
