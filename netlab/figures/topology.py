@@ -151,3 +151,12 @@ def busbw_scaling(rows: list[dict], *, ax=None, title: str = "busbw against scal
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def side_by_side(topos: list, *, fig=None, titles: list | None = None):
+    """Several fabrics drawn structure-only, one axes each, left to right (``titles``: one per fabric)."""
+    fig = figure_or_new(fig, (6.5 * len(topos), 3.6))
+    axes = fig.subplots(1, len(topos), squeeze=False)[0]
+    for i, (ax, topo) in enumerate(zip(axes, topos)):
+        draw(topo, ax=ax, title=titles[i] if titles else None)
+    return fig
