@@ -16,7 +16,7 @@ from matplotlib.ticker import ScalarFormatter
 
 from ..collectives import cost
 from ..units import fmt_bytes
-from .common import algorithm_style, figure_or_new, label_lines, log_grid, margins, time_unit
+from .common import PATTERNS, algorithm_style, figure_or_new, label_lines, log_grid, margins, time_unit
 
 INA_STYLE = {"color": "#e377c2", "marker": "s", "linestyle": "-"}
 
@@ -87,7 +87,7 @@ def placement_bars(result: dict, *, fig=None):
     return fig
 
 
-BISECTION_STYLE = {"ring all-reduce": "#1f77b4", "all-to-all": "#d62728", "all-to-all, pairwise": "#ff9896"}
+BISECTION_STYLE = PATTERNS
 
 
 def bisection_bars(rows: list[dict], *, fig=None):
@@ -117,8 +117,8 @@ def bisection_bars(rows: list[dict], *, fig=None):
     return fig
 
 
-OVERSUBSCRIPTION_STYLE = {"all-to-all": {"color": "#d62728", "marker": "s"},
-                          "ring all-reduce": {"color": "#1f77b4", "marker": "o"}}
+OVERSUBSCRIPTION_STYLE = {"all-to-all": {"color": PATTERNS["all-to-all"], "marker": "s"},
+                          "ring all-reduce": {"color": PATTERNS["ring all-reduce"], "marker": "o"}}
 
 
 def oversubscribed_patterns(result: dict, *, fig=None, ratios=(1, 2, 4, 8)):

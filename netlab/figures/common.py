@@ -27,7 +27,11 @@ from matplotlib.figure import Figure
 # One colour per meaning on every timeline, split and bar of the lab (chapters 1, 3, 7, the challenge):
 # communication is orange whether a rank sends, pushes or all-reduces; receiving green; waiting grey.
 COLORS = {"compute": "#4c72b0", "comm": "#dd8452", "send": "#dd8452", "recv": "#55a868", "idle": "#dddddd",
-          "hot": "#c44e52", "compression": "#8172b2", "pcie": "#937860"}
+          "hot": "#c44e52", "compression": "#8172b2", "pcie": "#937860",
+          # a switch port's queue (chapters 6 and 9), a rate delivered over time, a topology's bottleneck link
+          "queue": "#d62728", "rate": "#1f77b4", "bottleneck": "#d62728"}
+# traffic patterns (chapter 8): the ring in its chapter 2 colour (ALGORITHMS), the all-to-all red
+PATTERNS = {"ring all-reduce": "#1f77b4", "all-to-all": "#d62728", "all-to-all, pairwise": "#ff9896"}
 
 # collective algorithms: (colour, marker, line style); algorithms with equal costs never look alike
 ALGORITHMS = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fabric.experiments import rates
-from .common import axes_or_new, figure_or_new
+from .common import COLORS, axes_or_new, figure_or_new
 
 GBIT = 1e9 / 8
 
@@ -25,7 +25,7 @@ def incast_run(run, *, fig=None, title: str = "", bins: int = 80, max_flows: int
     ax_rate.set_ylabel("flow rate / link")
     ax_rate.set_ylim(0, 1.05)
     t, q = run.queue()
-    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.8, color="C3")
+    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.8, color=COLORS["queue"])
     if run.port.buffer:
         ax_q.axhline(run.port.buffer / 1e3, ls="--", color="k", lw=0.7, label="buffer")
     if run.port.ecn is not None:

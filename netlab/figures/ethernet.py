@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import axes_or_new, figure_or_new
+from .common import COLORS, axes_or_new, figure_or_new
 
 SCHEMES = {"ecmp": "#7f7f7f", "spray": "#1f77b4", "reps": "#2ca02c"}
 TRANSPORTS = {"reno": "#d62728", "dctcp": "#ff7f0e", "dcqcn": "#9467bd", "ideal": "#333333", "cubic": "#8c564b",
@@ -136,14 +136,14 @@ def fabric_run(run, *, fig=None, title: str = ""):
     ax_load.set_ylabel("bytes carried / one flow's")
     ax_q = fig.add_subplot(grid[0, 1])
     t, q = run.queue()
-    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.9, color="C3")
+    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.9, color=COLORS["queue"])
     if run.port.buffer:
         ax_q.axhline(run.port.buffer / 1e3, ls="--", color="k", lw=0.7)
     ax_q.set_ylabel("queue (KB)")
     ax_q.set_title(f"busiest port: {run.bottleneck}", fontsize=8)
     ax_r = fig.add_subplot(grid[1, 1], sharex=ax_q)
     tt, r = delivered(run, 100)
-    ax_r.plot(tt * 1e3, r / run.port.rate, lw=1.0, color="C0")
+    ax_r.plot(tt * 1e3, r / run.port.rate, lw=1.0, color=COLORS["rate"])
     ax_r.set_ylim(0, None)
     ax_r.set_ylabel("delivered / one link")
     ax_r.set_xlabel("time (ms)")

@@ -23,7 +23,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize
 
 from ..net.topology import KINDS, Topology
-from .common import figure_or_new, label_lines, log_grid
+from .common import COLORS, figure_or_new, label_lines, log_grid
 
 STYLE = {"switch": ("s", 46, "#4c4c4c"), "host": ("D", 14, "#8c8c8c"), "nic": ("v", 12, "#8c8c8c"),
          "accelerator": ("o", 18, "#1f77b4")}
@@ -90,12 +90,12 @@ def draw(topo: Topology, load: np.ndarray | None = None, *, ax=None, highlight: 
         if topo.direct and np.linalg.norm(ends[1] - ends[0]) > 1.5:          # a wrap-around link: its stubs
             out = -0.35 * (ends[1] - ends[0]) / np.linalg.norm(ends[1] - ends[0])
             for p0, d in ((ends[0], out), (ends[1], -out)):
-                ax.plot(*np.stack([p0, p0 + d]).T, color="#d62728", linewidth=3.5, zorder=3)
+                ax.plot(*np.stack([p0, p0 + d]).T, color=COLORS["bottleneck"], linewidth=3.5, zorder=3)
         elif shown[u] and shown[v]:
-            ax.plot(*ends.T, color="#d62728", linewidth=3.5, zorder=3, solid_capstyle="round")
+            ax.plot(*ends.T, color=COLORS["bottleneck"], linewidth=3.5, zorder=3, solid_capstyle="round")
         ax.annotate(f"bottleneck: {topo.link_label(highlight)}", xy=pos[[u, v]].mean(axis=0), xytext=(0.0, -0.02),
-                    textcoords="axes fraction", va="top", color="#d62728", fontsize=9,
-                    arrowprops={"arrowstyle": "->", "color": "#d62728", "lw": 0.8} if shown[u] and shown[v] else None)
+                    textcoords="axes fraction", va="top", color=COLORS["bottleneck"], fontsize=9,
+                    arrowprops={"arrowstyle": "->", "color": COLORS["bottleneck"], "lw": 0.8} if shown[u] and shown[v] else None)
     if value is not None:
         fig.colorbar(lc, ax=ax, fraction=0.03, pad=0.01, label="link utilization (busier direction)")
     note = f" (switches only; {topo.size} accelerators not drawn)" if compact else ""
