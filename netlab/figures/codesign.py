@@ -65,7 +65,7 @@ def ina_time_vs_p(nbytes: float, link, *, fig=None, chunks: int = 1, capacity: f
     ax_t.set_title(f"S = {fmt_bytes(nbytes)}, {chunks} chunk{'s' if chunks > 1 else ''} (markers: real ranks)",
                    fontsize=9)
     ax_b.set_title("dotted: the port's bandwidth B", fontsize=9)
-    margins(fig, 0.7, 0.95, 0.5, 0.3, wspace=0.45)
+    margins(fig, (0.7, 0.95, 0.5, 0.3), wspace=0.45)
     return fig
 
 
@@ -83,7 +83,7 @@ def placement_bars(result: dict, *, fig=None):
     ax.set_xlabel(f"ring all-reduce time ({unit}, flow simulator)")
     ax.set_xlim(0, max(times) * scale * 1.9)
     ax.invert_yaxis()
-    margins(fig, 0.9, 0.2, 0.5, 0.15)
+    margins(fig, (0.9, 0.2, 0.5, 0.15))
     return fig
 
 
@@ -113,7 +113,7 @@ def bisection_bars(rows: list[dict], *, fig=None):
     ax.set_ylim(0, max(r["time_s"] for r in rows) * scale * 1.25)
     ax.set_title(f"{rows[0]['ranks']} hosts, S = {fmt_bytes(rows[0]['bytes'])} per rank; pale 1:1, dark "
                  f"{ratios[-1]:g}:1 at the edge; black tick: closed form", fontsize=9)
-    margins(fig, 0.8, 0.2, 0.45, 0.35)
+    margins(fig, (0.8, 0.2, 0.45, 0.35))
     return fig
 
 

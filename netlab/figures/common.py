@@ -99,9 +99,11 @@ def log_grid(ax, x: bool = True, y: bool = True) -> None:
     ax.grid(alpha=0.12, which="minor")
 
 
-def margins(fig, left: float, right: float, bottom: float, top: float, **spacing) -> None:
-    """Subplot margins in inches (whatever the figure's size): a fixed layout instead of tight_layout,
-    whose measuring pass costs a whole draw. `spacing`: wspace/hspace, as subplots_adjust takes them."""
+def margins(fig, box: tuple[float, float, float, float], **spacing) -> None:
+    """Subplot margins in inches (whatever the figure's size), box = (left, right, bottom, top): a fixed
+    layout instead of tight_layout, whose measuring pass costs a whole draw. `spacing`: wspace/hspace,
+    as subplots_adjust takes them."""
+    left, right, bottom, top = box
     w, h = fig.get_size_inches()
     fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h, **spacing)
 

@@ -58,7 +58,7 @@ def _accuracy(axes, results, baseline):
         label_lines(ax, lines, fontsize=7.5, min_gap=0.07)
 
 
-def _crossover_line(ax, rows, lab, baseline_label, color, label=True):
+def _crossover_line(ax, rows, lab, baseline_label, *, color, label=True):
     """The crossover as a dotted line; its label at the foot of the line, on its left, where neither curve
     runs (left of the crossover both curves lie above the faster one's low end)."""
     cross = crossover(rows, lab, baseline_label)
@@ -94,7 +94,7 @@ def step_time_vs_bandwidth(rows, *, ax=None, baseline_label: str = "none", mark:
             if base:
                 a.plot(*base, color="black", ls="--", lw=1.5)
             a.plot(*points(lab), color=style["color"], marker=style["marker"], ls="-", ms=3, lw=1.5)
-            _crossover_line(a, rows, lab, baseline_label, style["color"])
+            _crossover_line(a, rows, lab, baseline_label, color=style["color"])
             a.set_title(_short(lab.replace("ratio=", "")), fontsize=9.5, color="black")
             log_grid(a)
         for a in list(axes.flat)[len(labels):]:
@@ -108,7 +108,7 @@ def step_time_vs_bandwidth(rows, *, ax=None, baseline_label: str = "none", mark:
         what = f"a {size} fp32 gradient on {rows[0]['ranks']} ranks; " if dense and "ranks" in rows[0] else ""
         fig.suptitle(f"step time against bandwidth, {what}black dashed: fp32 all-reduce; "
                      f"{describe_codec(rows[0].get('codec', 'model'))}", fontsize=10.5)
-        margins(fig, 0.75, 0.15, 0.55, 0.6, wspace=0.12, hspace=0.3)   # tight_layout: a third of its time
+        margins(fig, (0.75, 0.15, 0.55, 0.6), wspace=0.12, hspace=0.3)   # tight_layout: a third of its time
         return fig
     fig = ax.figure
     ends = {}
@@ -120,7 +120,7 @@ def step_time_vs_bandwidth(rows, *, ax=None, baseline_label: str = "none", mark:
         xs, ys = points(lab)
         ax.plot(xs, ys, color=style["color"], marker=style["marker"], ls="-", ms=3)
         ends[lab] = (xs, ys, style["color"])
-        _crossover_line(ax, rows, lab, baseline_label, style["color"], label=len(labels) == 1)
+        _crossover_line(ax, rows, lab, baseline_label, color=style["color"], label=len(labels) == 1)
     if mark is not None:
         ax.axvline(mark * 8 / 1e9, color="grey", lw=6, alpha=0.2)
         ax.annotate("your link", xy=(mark * 8 / 1e9, 0.03), xycoords=("data", "axes fraction"), fontsize=8,
@@ -177,7 +177,7 @@ def method_grid(rows, baseline, *, fig=None, x: str = "step", columns: int = 4):
                 Line2D([], [], color=grey, lw=1.8)],
                ["fp32 all-reduce", "compressed, no error feedback", "compressed, with error feedback"],
                loc="upper center", ncol=3, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 1.0))
-    margins(fig, 0.7, 0.15, 0.55, 0.45, wspace=0.1, hspace=0.45)
+    margins(fig, (0.7, 0.15, 0.55, 0.45), wspace=0.1, hspace=0.45)
     return fig
 
 

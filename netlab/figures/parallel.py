@@ -41,5 +41,5 @@ def modes_vs_bandwidth(runs: dict, *, fig=None) -> Figure:
     right.set_ylabel("bytes sent per step, all ranks (MB)")
     right.set_title("traffic (any bandwidth)")
     right.grid(alpha=0.3, axis="y")
-    margins(fig, 0.7, 0.2, 0.6, 0.35, wspace=0.75)
+    margins(fig, (0.7, 0.2, 0.6, 0.35), wspace=0.75)
     return fig

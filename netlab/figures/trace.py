@@ -40,17 +40,17 @@ def kernel_timeline(trace: Trace, *, ax=None, title: str = "") -> Figure:
 
 
 def bucket_curve(caps: list[int], overlapped: list[float], after: list[float], *, ax=None, prefix: str = "",
-                 measured: dict | None = None, measured_label: str = "measured", marker: str = "o",
-                 current: tuple[float, float] | None = None, title: str | None = None) -> Figure:
+                 measured: tuple[str, str, dict] | None = None, current: tuple[float, float] | None = None,
+                 title: str | None = None) -> Figure:
     """Step time (ms) against bucket capacity (bytes, log scale), with buckets during the backward pass
-    and after it (each line's label begins with `prefix`). measured: {cap: seconds} as black dots
-    (`marker`, `measured_label`); current: (cap, seconds) of the setting shown, ringed in red."""
+    and after it (each line's label begins with `prefix`). measured: (label, marker, {cap: seconds}), the
+    steps run, as black dots; current: (cap, seconds) of the setting shown, ringed in red."""
     fig, ax = axes_or_new(ax, (6, 3.2))
     ax.plot(caps, [t * 1e3 for t in overlapped], "o-", label=f"{prefix}buckets during backward (overlap)")
     ax.plot(caps, [t * 1e3 for t in after], "s--", label=f"{prefix}same buckets after backward")
     if measured is not None:
-        ax.plot(list(measured), [t * 1e3 for t in measured.values()], marker, color="black", markersize=4,
-                label=measured_label)
+        label, marker, seen = measured
+        ax.plot(list(seen), [t * 1e3 for t in seen.values()], marker, color="black", markersize=4, label=label)
     if current is not None:
         ax.plot([current[0]], [current[1] * 1e3], "o", markersize=13, markerfacecolor="none", markeredgecolor="red",
                 markeredgewidth=2, label="this setting")

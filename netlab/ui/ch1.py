@@ -65,7 +65,7 @@ class StepPanel(Panel):
             height = top + max(1.2, rows) + bottom
             fig = new_figure(9, height)
             ax = fig.subplots()
-            margins(fig, 0.9, 0.25, bottom, top)
+            margins(fig, (0.9, 0.25, bottom, top))
             self._figures[ranks] = fig, ax
         fig, ax = self._figures[ranks]
         timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),

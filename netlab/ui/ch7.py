@@ -103,9 +103,9 @@ class Ch7Panel(Panel):
                 f"(the most exposed rank)")
         curve = ([c for _, c in CAPS], predicted_curve(ranks, bandwidth, latency, True, shape=self.shape),
                  predicted_curve(ranks, bandwidth, latency, False, shape=self.shape))
-        fig = step_view(r.trace, curve, measured=self.measured[key], marker="o" if overlap else "s",
-                        measured_label=f"measured here ({'overlap' if overlap else 'after backward'})",
-                        current=(bucket, r.total_s))
+        measured = (f"measured here ({'overlap' if overlap else 'after backward'})", "o" if overlap else "s",
+                    self.measured[key])
+        fig = step_view(r.trace, curve, measured=measured, current=(bucket, r.total_s))
         return text, fig
 
     def render_scenario(self, kind: str, seed):

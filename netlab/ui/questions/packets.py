@@ -3,7 +3,7 @@ chapter 9's Ethernet for AI (spraying, reordering, trimming, failover, planes, f
 ``netlab.ui.questions`` says how they are built)."""
 from __future__ import annotations
 
-from ..predict import Prediction
+from ..predict import Numeric, Prediction
 
 
 def ch6(rounds: int = 1, path=None) -> Prediction:
@@ -174,8 +174,8 @@ def ch9_framing(path=None) -> Prediction:
                         f"{f.efficiency():.1%}"}
     return Prediction(
         "ch9-framing", "RDMA over Converged Ethernet (RoCEv2) on a link with the usual 1500-byte MTU: what "
-        "percentage of the wire's bytes are payload?", measure, unit="%", tolerance=0.02,
+        "percentage of the wire's bytes are payload?", measure, numeric=Numeric(unit="%", tolerance=0.02,
         why="RoCE sends payloads of InfiniBand's sizes (256, 512, 1024, 2048 or 4096 bytes), so a 1500-byte "
             "MTU carries 1024-byte payloads; each packet adds IP, UDP, the InfiniBand transport header and an "
             "invariant CRC (44 bytes), Ethernet's header (14) and on the wire the FCS, preamble and gap (24). "
-            "Jumbo frames (4096-byte payloads) bring it near 98 %.", path=path)
+            "Jumbo frames (4096-byte payloads) bring it near 98 %."), path=path)
