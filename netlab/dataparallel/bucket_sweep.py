@@ -29,5 +29,6 @@ def predicted_step_times(caps, *, ranks: int, bandwidth: str, latency: str, over
         plan = buckets.plan(prof, cap)
         ready = [d.seconds(f) for f in buckets.bucket_ready_flops(prof, plan)]
         nbytes = [sum(size[i] for i in b) for b in plan]
-        out.append(pipeline_time(nbytes, ready, compute, ranks, link=link, optimizer_s=optimizer, overlap=overlap)["total_s"])
+        out.append(pipeline_time(nbytes, ready, compute, ranks, link=link, optimizer_s=optimizer,
+                                 overlap=overlap)["total_s"])
     return out
