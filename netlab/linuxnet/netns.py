@@ -130,6 +130,17 @@ def _delete_namespace(name: str) -> None:
     _run(["ip", "netns", "delete", name], check=False)
 
 
+def reap(pids) -> None:
+    """SIGKILL each child process this process forked (one that already exited is fine), then wait for
+    it, so none is left running or a zombie: the ranks a testbed's launcher forked into the namespaces."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+
+
 def ours() -> list[str]:
     """Namespaces this module created that still exist (any owner)."""
     try:
