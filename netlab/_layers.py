@@ -19,8 +19,8 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("net/", "collectives/", "sim/", "fabric/")),
     ("runtime", "where ranks run: gloo processes and their clocks, the simulated fabric that times "
                 "their messages, namespaces on the kernel's TCP, a run's trace read back",
-     ("runtime/", "cosim/live.py", "cosim/flows.py", "linuxnet/netns.py", "observe/analysis.py",
-      "observe/hta_export.py")),
+     ("runtime/", "cosim/live.py", "cosim/protocol.py", "cosim/state.py", "cosim/driver.py", "cosim/flows.py",
+      "linuxnet/netns.py", "observe/analysis.py", "observe/hta_export.py")),
     ("mechanisms", "rank code: the training loop and its syncs, buckets, overlap, ZeRO, parameter "
                    "servers, compression, model parallelism, a rank as the aggregating switch",
      ("dataparallel/", "collectives/zero.py", "ps/", "compress/", "codesign/ina.py", "codesign/parallel/")),
