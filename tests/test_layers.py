@@ -115,3 +115,42 @@ def test_every_long_file_says_why_it_is_one_concept():
 @pytest.mark.parametrize("entry", [e for _, _, entries in _layers.LAYERS for e in entries])
 def test_every_entry_names_something_that_exists(entry):
     assert (ROOT / "netlab" / entry.rstrip("/")).exists(), f"netlab/_layers.py names {entry}, which is not there"
+
+
+# ---- the signature rule (tests/test_signatures.py's, on this test's folders) ------------------------
+SIGNED = ("cosim", "linuxnet", "cli", "fabric/tcp.py", "fabric/linux_tcp.py")
+# More than 8 parameters, every one past the 4th keyword-only, with why they are not a config.
+KEYWORD_ONLY = {
+    "linuxnet/linux.py:incast": "the CLI's --real flags, one keyword each (a testbed's knobs, not the model's Incast)",
+    "linuxnet/linux.py:model": "the model's twin of incast: the same keywords, so one dict of settings drives both",
+    "linuxnet/linux.py:ps_push": "incast's keywords with gloo ranks, plus the fixes to measure after",
+    "cosim/experiments.py:step_jitter": "the CLI's --real-steps flags, one keyword each",
+    "linuxnet/netns.py:Testbed.__init__": "the testbed's shape past (senders, bandwidth, buffer, cc): ip/tc options",
+}
+
+
+def loose_signatures():
+    import test_signatures
+    root = ROOT / "netlab"
+    paths = [p for entry in SIGNED for p in ([root / entry] if entry.endswith(".py") else
+                                             sorted((root / entry).rglob("*.py")))]
+    for path in paths:
+        for node, owner in test_signatures._functions(ast.parse(path.read_text())):
+            if node.name.startswith("_") and node.name != "__init__" or owner and owner.startswith("_"):
+                continue
+            positional = node.args.posonlyargs + node.args.args
+            if owner and positional and positional[0].arg in ("self", "cls"):
+                positional = positional[1:]
+            name = f"{path.relative_to(root)}:{owner + '.' if owner else ''}{node.name}"
+            yield name, len(positional), len(positional) + len(node.args.kwonlyargs)
+
+
+def test_signatures_in_the_cosim_linux_and_cli_folders():
+    found = list(loose_signatures())
+    assert any(name == "cosim/live.py:Coordinator.__init__" for name, _, _ in found)
+    chains = [f"{name} ({n})" for name, n, _ in found if n > 4]
+    loose = [f"{name} ({total})" for name, _, total in found if total > 8 and name not in KEYWORD_ONLY]
+    stale = [name for name in KEYWORD_ONLY if not any(n == name and total > 8 for n, _, total in found)]
+    assert not chains, f"more than 4 positional parameters, put '*' after the 4th: {', '.join(chains)}"
+    assert not loose, f"more than 8 parameters, group them in a config: {', '.join(loose)}"
+    assert not stale, f"listed but no longer over 8 parameters: {', '.join(stale)}"

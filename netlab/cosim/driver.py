@@ -27,7 +27,7 @@ class FabricDriver:
     (background traffic lasts until then) and ``running()`` whether, besides, the run goes on (a pause
     storm lasts that long)."""
 
-    def __init__(self, spec, network, ranks: int, all_done, running):
+    def __init__(self, spec, network, ranks: int, *, all_done, running):
         self.spec, self.network, self.ranks, self.all_done = spec, network, ranks, all_done
         self.flow_level = isinstance(spec, FlowFabric)
         self.completed = False                       # set when a message completes

@@ -95,7 +95,7 @@ def _push(comm, block: int):
     return comm.now()
 
 
-def incast_on_ranks(senders: int, block, bandwidth, latency, congestion: Congestion) -> tuple[float, dict]:
+def incast_on_ranks(senders: int, block, bandwidth, latency, *, congestion: Congestion) -> tuple[float, dict]:
     """One parameter-server push on senders + 1 real gloo ranks through the fabric: (round s, summary)."""
     block = parse_bytes(block, "block")
     if block % 4:

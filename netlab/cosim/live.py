@@ -100,8 +100,8 @@ class Coordinator:
         self.clocks = Clocks(self.ranks)
         self.messages = Messages()
         self.deferred: list[tuple] = []              # reports from ranks already in the next epoch
-        self.driver = FabricDriver(self.spec, self.network, self.ranks, lambda: self.clocks.all_done(),
-                                    lambda: not self._stop.is_set() and not self.clocks.all_done())
+        self.driver = FabricDriver(self.spec, self.network, self.ranks, all_done=lambda: self.clocks.all_done(),
+                                   running=lambda: not self._stop.is_set() and not self.clocks.all_done())
 
     # -- serving ---------------------------------------------------------------------------------
     def start(self) -> "Coordinator":

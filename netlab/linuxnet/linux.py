@@ -24,6 +24,7 @@ connections and tbf's bucket (docs/fabric.md, "The model beside the real Linux s
 measured agreement).
 Left out: PFC and lossless fabrics (a Linux bridge drops, veth has no dcb), propagation delay (no
 netem here: the RTT is tens of microseconds plus queueing), DCTCP unless the kernel has it.
+One concept: incast on the kernel's TCP, measured (``incast``, ``ps_push``) and predicted (``model``) with the same keys, so the two are compared line by line.
 """
 from __future__ import annotations
 
@@ -110,11 +111,11 @@ def delayed_ack(rto_min: float, hz: int | None) -> float:
     return min(DELACK_MIN, max(1, ticks - 1) / hz)
 
 
-def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
           rto_min="200ms", rounds: int = 20, hz: int | None = None, burst=None, seed: int = 0) -> dict:
     """The packet model's prediction for the testbed `incast` measures, with the same keys.
 
-    The model's transport gets Linux's loss recovery (`tcp.LinuxTCP`: RACK, tail loss
+    The model's transport gets Linux's loss recovery (`linux_tcp.LinuxTCP`: RACK, tail loss
     probes, SRTT + max(4 RTTVAR, RTOmin), timers in whole ticks of 1/`hz`, by default this kernel's
     CONFIG_HZ where it can be read; unrounded where not), the senders keep one connection across
     rounds with Linux's restart after idle, the receiver ACKs every second segment with the kernel's
@@ -231,7 +232,7 @@ def _rounds(senders, receivers, block: int, rounds: int, deadline: float) -> lis
     return times
 
 
-def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
            rto_min="200ms", rounds: int = 20, ecn=False, ecn_k=None, burst=None, nic_rate="link") -> dict:
     """Measure `rounds` synchronized incast rounds on a namespace testbed and report like the model.
 
@@ -311,7 +312,7 @@ def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts
     }
 
 
-def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
             rto_min="200ms", rounds: int = 10, ecn=False, ecn_k=None, fixes=(),
             timeout_s: float = 90.0, nic_rate="link") -> dict:
     """The same incast with real gloo ranks: `workers` ranks in the sender namespaces push `shard`
