@@ -76,12 +76,13 @@ def drawing() -> str:
     for i, (name, what, entries) in enumerate(reversed(LAYERS)):
         if i:
             lines.append("      |")
-        lines.append(f"{name}: {what}")
-        line = " "
+        import textwrap
+        lines.extend(textwrap.wrap(f"{name}: {what}", 100, subsequent_indent="  "))
+        line = "   "
         for entry in entries:
             if len(line) + len(entry) + 1 > 100:
                 lines.append(line.rstrip())
-                line = " "
+                line = "   "
             line += " " + entry
         lines.append(line.rstrip())
     return "\n".join(lines)
