@@ -18,7 +18,9 @@ and each typical wrong answer (a victim named instead of the straggler, a slow N
 spine, ...) gets its own hint, none of which names the culprit. One answer per seed is graded (the
 first well-formed one, recorded): later answers for that seed get no verdict, so trying the ranks one
 by one cannot pass; a hint depends on the kind named, never on which wrong place was named.
-One concept: exercise 7's check, its measured reference step and the hints that explain a wrong answer, which all read the same bucket schedule.
+
+One concept: exercise 7's check, its measured reference step and the hints that explain a wrong answer,
+which all read the same bucket schedule.
 """
 from __future__ import annotations
 

@@ -146,7 +146,8 @@ class FlowEngine:
 
     # -- messages -------------------------------------------------------------------------------------
     def post(self, key: tuple, nbytes: int, start: float, on_done) -> None:
-        """Message `key` ((src, dst, seq)) posted at virtual time `start`; ``on_done(end)`` once its last byte has landed."""
+        """Message `key` ((src, dst, seq)) posted at virtual time `start`; ``on_done(end)`` once its last
+        byte has landed."""
         self.schedule(start, self._posted, (key, key[0], key[1], nbytes, on_done))
 
     def _posted(self, arg) -> None:

@@ -23,7 +23,9 @@ take.
 
 Model size is the knob: two hidden layers of `width` give ~100 KB of fp32 gradients at width 128
 and ~50 MB at width 3500.
-One concept: the one training loop (``fit``) with its config and the pieces it alone uses (batches, the model's FLOPs, evaluation).
+
+One concept: the one training loop (``fit``) with its config and the pieces it alone uses (batches, the
+model's FLOPs, evaluation).
 """
 from __future__ import annotations
 

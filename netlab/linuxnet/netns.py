@@ -40,7 +40,9 @@ sysctls are never touched):
   deleted (deleting a namespace deletes its veths and its bridge). A namespace named after a pid
   that no longer runs is swept away when the next testbed opens.
 Left out: PFC (veth has no dcb), netem delay (this kernel has no netem), IPv6.
-One concept: the namespace testbed, its build, shaping, counters and teardown (with ``reap`` for the ranks launched in it), one lifetime.
+
+One concept: the namespace testbed, its build, shaping, counters and teardown (with ``reap`` for the
+ranks launched in it), one lifetime.
 """
 from __future__ import annotations
 

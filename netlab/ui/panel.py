@@ -45,7 +45,9 @@ The one protocol. A chapter's panel says only what is particular to it:
 Tests drive a panel by setting a control's ``value`` from the main thread, which runs at once, or by
 calling ``render(Setting(...))``. Left out: pyplot, and anything a chapter runs or draws (the
 experiments live with their subjects; the figures in ``netlab.figures``).
-One concept: the panel protocol every chapter's widget follows (controls, debounced runs, interrupt, one figure).
+
+One concept: the panel protocol every chapter's widget follows (controls, debounced runs, interrupt, one
+figure).
 """
 from __future__ import annotations
 
