@@ -53,7 +53,7 @@ lab: install
 	OMP_NUM_THREADS=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=labs $(ROOT_FLAG)
 
 test: install $(SITE_STAMP) fonts
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q -rs
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q -rs --durations=25
 
 quick: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs

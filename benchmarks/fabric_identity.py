@@ -67,10 +67,10 @@ def cells() -> dict:
         for pfc in (False, True):
             for rto in ("200ms", "200us"):
                 setting = {**base, "transport": transport, "pfc": pfc, "rto_min": rto}
-                out[f"panel {transport} pfc={pfc} rto={rto}"] = observed(run_setting(**setting))
+                out[f"panel {transport} pfc={pfc} rto={rto}"] = observed(run_setting(setting))
     for name, value in (("senders", 32), ("block", "1M"), ("buffer", "16K"), ("bandwidth", "10Gbit/s")):
         for transport in ("reno", "dcqcn"):
-            out[f"panel {transport} {name}={value}"] = observed(run_setting(**{**base, "transport": transport,
+            out[f"panel {transport} {name}={value}"] = observed(run_setting({**base, "transport": transport,
                                                                                   name: value}))
     return out
 

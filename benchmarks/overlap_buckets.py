@@ -43,7 +43,7 @@ def main() -> None:
         row = max(analysis.breakdown(runs[True]), key=lambda r: r["exposed_comm_s"])
         want = overlap.pipeline_time([sum(size[i] for i in b) for b in plan],
                                      [dev.seconds(f) for f in buckets.bucket_ready_flops(prof, plan)],
-                                     dev.seconds(prof.total_flops), a.ranks, net.nic, opt)
+                                     dev.seconds(prof.total_flops), a.ranks, link=net.nic, optimizer_s=opt)
         print(f"{fmt_bytes(cap):>10} {len(plan):>7} {fmt_time(runs[True].makespan):>11} "
               f"{fmt_time(want['total_s']):>10} {fmt_time(runs[False].makespan):>10} "
               f"{fmt_time(row['exposed_comm_s']):>10} {row['overlap_frac']:>8.0%}")

@@ -41,7 +41,7 @@ def main() -> None:
         print(f"   -> 1 server / 4 servers = {steps[1] / steps[4]:.2f}x")
     print("\n2. Zipf(1.0) embedding, 8 workers, 4 servers: the hottest server's share of server bytes")
     for placement, hot in (("range", 0), ("hash", 0), ("replicate", 32)):
-        r = sparse.run_sparse(8, 4, placement, hot=hot, steps=3, bandwidth=BW, latency=LAT)
+        r = sparse.run_sparse(workers=8, servers=4, placement=placement, hot=hot, steps=3, bandwidth=BW, latency=LAT)
         shares = ", ".join(f"{b / sum(r['server_bytes']):.0%}" for b in r["server_bytes"])
         print(f"   {placement:9s}: hottest {r['hottest_share']:.1%} (servers: {shares}), step {r['step_s'] * 1e3:.3f} ms")
     print("\n3. One push/pull of width 512, 8 workers, 16 KB partitions")

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import netlab  # noqa: E402
 from netlab.observe import analysis, scenarios  # noqa: E402
-from netlab.figures.trace import peer_matrix, timeline  # noqa: E402
+from netlab.figures.trace import scenario_view  # noqa: E402
 
 t = time.monotonic()
 netlab.get_cluster(7)
@@ -29,10 +29,8 @@ for name in scenarios.KINDS:
     print(f"{name:>13}: " + ", ".join(f"{x:.2f}" for x in times) + " s  (seeds 0-2)")
 out = scenarios.draw("student-3")
 t = time.monotonic()
-fig = Figure(figsize=(9, 6.5))
-top, bottom = fig.subfigures(2, 1)
-timeline(top, out.trace)
-peer_matrix(bottom, out.trace, latency=out.setup["latency_s"], bandwidth=out.setup["bandwidth_Bps"])
+fig = scenario_view(out.trace, fig=Figure(figsize=(9, 6.5)), latency=out.setup["latency_s"],
+                    bandwidth=out.setup["bandwidth_Bps"])
 fig.savefig(os.devnull, format="png")
 print(f"figure (timeline + pair maps) drawn and rendered: {time.monotonic() - t:.2f} s")
 print(f"analysis of that trace: {len(analysis.peer_links(out.trace))} pairs; load now {os.getloadavg()[0]:.1f}")

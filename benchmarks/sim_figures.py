@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from netlab.net import fabrics  # noqa: E402
 from netlab.net.topology import Host  # noqa: E402
 from netlab.sim import experiments as E  # noqa: E402
-from netlab.figures.topology import scaling_plot  # noqa: E402
+from netlab.figures.topology import busbw_scaling  # noqa: E402
 
 
 def ecmp(out: str, seeds: int) -> None:
@@ -109,7 +109,7 @@ def scaling(out: str) -> None:
     for r in rows:
         print(f"  {r['design']:40s} {r['placement']:8s} {r['ranks']:5d} ranks  busbw {r['busbw_GBps']:6.2f}"
               f"  ({r['wall_s']:.2f} s to simulate)")
-    fig = scaling_plot(rows, title="busbw against scale, S = 64 MiB")   # the chapter's own figure
+    fig = busbw_scaling(rows, title="busbw against scale, S = 64 MiB")   # the chapter's own figure
     fig.tight_layout()
     fig.savefig(os.path.join(out, "busbw_vs_scale.png"), dpi=110)
     plt.close(fig)

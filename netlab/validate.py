@@ -112,6 +112,20 @@ def too_big(name: str, estimate: float, limit: float, what: str, *, unit: str = 
                          "this machine can take; choose a smaller value")
 
 
+def config(cls, given, settings: dict, **defaults):
+    """`given` (a `cls`, a frozen config) or one built from `settings` over `defaults`; both at once is refused.
+
+    For functions that take a config or its fields as keywords: ``measure_step(StepConfig(...))`` or
+    ``measure_step(ranks=4, ...)``; the config's ``__post_init__`` checks the values."""
+    if given is None:
+        return cls(**{**defaults, **settings})
+    if settings:
+        raise ValueError(f"config: give a {cls.__name__} or its settings ({', '.join(settings)}), not both")
+    if not isinstance(given, cls):
+        raise ValueError(f"config: must be a {cls.__name__}, got {type(given).__name__}")
+    return given
+
+
 def _g(x) -> str:
     """A bound as people write it: whole numbers in full (4294967295, not 4.29497e+09)."""
     return f"{int(x)}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"

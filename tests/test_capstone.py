@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 
 import netlab.check
 from netlab.codesign import capstone as cs
-from netlab.figures.capstone import scaling
+from netlab.figures.capstone import predicted_efficiency
 
 MODEL = cs.Model(name="ResNet-50-like", params=25.6e6, flops_per_sample=3 * 2 * 4.1e9, batch=32)
 CHOICES = [dict(algo=a, compression=c, bucket=b, placement=pl, overlap=ov)
@@ -128,7 +128,7 @@ def test_bad_choices_name_the_parameter(kwargs, name):
 
 
 def test_scaling_figure_draws_a_line_per_choice_and_the_published_point():
-    fig = scaling(Figure(), {"ring": ([4, 8], [1.0, 0.9])}, [(512, 0.9, "Horovod")])
+    fig = predicted_efficiency({"ring": ([4, 8], [1.0, 0.9])}, [(512, 0.9, "Horovod")], ax=Figure().subplots())
     assert len(fig.axes[0].lines) == 2 and not math.isnan(fig.axes[0].get_ylim()[1])
 
 

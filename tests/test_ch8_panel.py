@@ -39,10 +39,10 @@ def test_every_cell_of_the_grid_is_the_simulator_and_the_closed_form(pattern):
     for placement in ("packed", "scattered"):
         for hosts in (16, 32):
             for ratio in (1, 4, 8):
-                got = ch8.simulated(pattern, float(ratio), placement, hosts, 16 << 20, "100Gbit/s")["time_s"]
+                got = ch8.simulated(pattern, float(ratio), placement, hosts, nbytes=16 << 20, bandwidth="100Gbit/s")["time_s"]
                 assert got == pytest.approx(by_hand(pattern, ratio, placement, hosts, 16 << 20), rel=0.01), \
                     (pattern, placement, hosts, ratio)
-                assert ch8.predicted(pattern, float(ratio), placement, hosts, 16 << 20, "100Gbit/s") == \
+                assert ch8.predicted(pattern, float(ratio), placement, hosts, nbytes=16 << 20, bandwidth="100Gbit/s") == \
                     pytest.approx(got, rel=0.01)
 
 

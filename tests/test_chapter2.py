@@ -21,7 +21,7 @@ def single_process_adam(ranks, width=256, batch=16, lr=1e-3):
     """torch.optim.Adam's first step in one process, on the gradient of the whole global batch."""
     model = train.make_model(width, 2, seed=0)
     x, y = data.load("train")
-    idx = torch.cat([train.batch_indices(0, r, ranks, batch, len(y)) for r in range(ranks)])
+    idx = torch.cat([train.batch_indices(0, r, ranks, batch, n=len(y)) for r in range(ranks)])
     torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     opt.step()

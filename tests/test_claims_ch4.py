@@ -1,7 +1,8 @@
 """Chapter 4's claims, each checked by running the chapter's experiment at its sizes (tests/claims.py).
 
 The short runs (60 and 30 steps) are the chapter's CI sizes; claims the chapter makes about 300 steps are
-checked at 300 steps (marked slow). Accuracy bounds are margins stated for every seed tried, wire bytes and
+checked at 300 steps (marked slow), and so are the claims read off the 30-step table (a 20 s fixture,
+which would be a sixth of `make quick`). Accuracy bounds are margins stated for every seed tried, wire bytes and
 crossovers are derived from the ring's and the all-gather's closed forms, never fitted to one run.
 """
 import math
@@ -51,6 +52,7 @@ def short():
     return {r["method"]: r for r in rows}, accuracy("none", 30)
 
 
+@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
 @claim("ch4.codec-charged")
 def test_qsgd_steps_slower_than_fp32_at_1gbit_and_topk_faster(short):
     rows, base = short
@@ -58,6 +60,7 @@ def test_qsgd_steps_slower_than_fp32_at_1gbit_and_topk_faster(short):
     assert rows["randomk (ratio=0.1)"]["step_s"] > base.step_s
 
 
+@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
 @claim("ch4.fp16-free")
 def test_fp16_and_bf16_end_where_fp32_ends(short):
     rows, base = short
@@ -71,6 +74,7 @@ def test_int8_trails_fp32_after_30_steps_for_every_seed():
         assert accuracy("int8", 30, seed).final_accuracy < accuracy("none", 30, seed).final_accuracy, seed
 
 
+@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
 @claim("ch4.ef-rescues-biased")
 def test_error_feedback_adds_more_than_ten_points_to_every_biased_compressor(short):
     rows, _ = short
@@ -86,6 +90,7 @@ def test_threshold_without_error_feedback_ends_below_chance_and_recovers_with_it
         assert alone.final_accuracy < 0.1 < ef.final_accuracy, seed
 
 
+@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
 @claim("ch4.dgc-beats-topk")
 def test_dgc_without_error_feedback_trains_better_than_topk_alone(short):
     rows, _ = short
@@ -93,6 +98,7 @@ def test_dgc_without_error_feedback_trains_better_than_topk_alone(short):
     assert dgc["accuracy"] > rows["topk (ratio=0.01)"]["accuracy"]
 
 
+@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
 @claim("ch4.dgc-beats-fp32")
 def test_dgc_with_error_feedback_beats_plain_sgd_fp32(short):
     rows, base = short

@@ -222,7 +222,8 @@ def test_the_round_on_real_ranks_is_the_models_round():
     from netlab.fabric.congestion import Congestion
     from netlab.cosim.experiments import incast_on_ranks
     for rto in (0.2, 200e-6):
-        real_s, _ = incast_on_ranks(8, 256 * KB, "1Gbit/s", "50us", Congestion("reno", buffer=32 * KB, rto_min=rto))
+        real_s, _ = incast_on_ranks(8, 256 * KB, "1Gbit/s", "50us",
+                                    congestion=Congestion("reno", buffer=32 * KB, rto_min=rto))
         assert real_s == incast(Incast(senders=8, block=256 * KB, rounds=1, bandwidth=GBIT,
                                        switch=Congestion("reno", buffer=32 * KB, rto_min=rto))).rounds[0]
 

@@ -65,7 +65,7 @@ def test_progress_is_the_receivers_bytes_rising_to_the_whole_payload():
 
 
 def test_a_run_stopped_at_its_event_budget_is_refused_naming_rounds(capsys, monkeypatch):
-    monkeypatch.setattr(ccli, "STOP_EVENTS", 2000)
+    monkeypatch.setattr(ccli.settings, "STOP_EVENTS", 2000)
     line = one_line_naming(capsys, ["congestion", "incast", "--rounds", "3"], "rounds")
     assert "0 of 3 rounds" in line and "2,000 events" in line
 

@@ -44,7 +44,7 @@ def powersgd_against_hook(comm, rank, steps, start, error_feedback, warm_start, 
     mine = wrong = None
     worst, wrong_gap = 0.0, 0.0
     for step in range(steps):
-        idx = train.batch_indices(step, comm.rank, p, 16, len(y))
+        idx = train.batch_indices(step, comm.rank, p, 16, n=len(y))
         ddp.zero_grad()
         F.cross_entropy(ddp(x[idx]), y[idx]).backward()           # the hook runs inside backward
         twin = copy.deepcopy(ddp.module)                             # same weights, plain autograd
@@ -93,7 +93,7 @@ def fp16_against_hook(comm, steps=3):
     sync = compress.make("fp16")
     out = []
     for step in range(steps):
-        idx = train.batch_indices(step, comm.rank, p, 16, len(y))
+        idx = train.batch_indices(step, comm.rank, p, 16, n=len(y))
         ddp.zero_grad()
         F.cross_entropy(ddp(x[idx]), y[idx]).backward()
         twin = copy.deepcopy(ddp.module)

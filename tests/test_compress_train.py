@@ -87,8 +87,8 @@ def test_crossover_is_exact_for_affine_step_times():
     rows = [{"label": lab, "bandwidth_Bps": bw, "step_s": t(a, b, bw)}
             for lab, a, b in (("none", 1e-4, 1e5), ("x", 5e-4, 1e3)) for bw in bws]
     assert pays.crossover(rows, "x") == pytest.approx((1e5 - 1e3) / (5e-4 - 1e-4))
-    assert pays.allgather_crossover(1e6, 1e4, 4, 0.0, 1e-3) == pytest.approx((1.5e6 - 3e4) / 1e-3)
-    assert pays.allgather_crossover(1e6, 1e4, 4, 1e-3, 1e-3) == math.inf
+    assert pays.allgather_crossover(1e6, 1e4, 4, 0.0, codec_s=1e-3) == pytest.approx((1.5e6 - 3e4) / 1e-3)
+    assert pays.allgather_crossover(1e6, 1e4, 4, 1e-3, codec_s=1e-3) == math.inf
 
 
 def test_codec_cost_default_is_the_per_element_model_and_never_measures(monkeypatch):
@@ -101,14 +101,14 @@ def test_codec_cost_default_is_the_per_element_model_and_never_measures(monkeypa
     dev = netlab.device("cpu-core")
     d = netlab.dataparallel.train.parameter_count(1024, 2)
     enc, dec = FLOPS_PER_ELEMENT[("topk (ratio=0.01)", True)]
-    got = codec_seconds("topk", 4, 1024, 2, 32, dev, True, ratio=0.01)
+    got = codec_seconds("topk", 4, 1024, 2, batch=32, device=dev, error_feedback=True, ratio=0.01)
     assert got == (enc * d / (dev.peak_flops * dev.efficiency), dec * d / (dev.peak_flops * dev.efficiency))
-    assert codec_seconds("topk", 4, 1024, 2, 32, dev, True, ratio=0.01) == got          # on repeat
-    r1 = codec_seconds("powersgd", 4, 128, 2, 32, dev, rank=1)
-    r4 = codec_seconds("powersgd", 4, 128, 2, 32, dev, rank=4)                          # not calibrated: x4
+    assert codec_seconds("topk", 4, 1024, 2, batch=32, device=dev, error_feedback=True, ratio=0.01) == got  # on repeat
+    r1 = codec_seconds("powersgd", 4, 128, 2, batch=32, device=dev, rank=1)
+    r4 = codec_seconds("powersgd", 4, 128, 2, batch=32, device=dev, rank=4)            # not calibrated: x4
     assert r4[0] == pytest.approx(4 * r1[0])
     with pytest.raises(ValueError, match="codec"):
-        codec_seconds("topk", 4, 128, 2, 32, dev, codec="guess", ratio=0.01)
+        codec_seconds("topk", 4, 128, 2, batch=32, device=dev, codec="guess", ratio=0.01)
 
 
 def test_training_times_are_the_same_under_load_and_on_repeat():
@@ -135,12 +135,12 @@ def test_the_method_grid_and_the_crossover_sweep_charge_the_same_step():
 
 
 def test_codec_cost_measured_here_is_scaled_by_the_device():
-    slow = codec_seconds("topk", 4, 128, 2, 32, netlab.device("cpu-core"), codec="measured", ratio=0.01)
-    fast = codec_seconds("topk", 4, 128, 2, 32, netlab.device("A100-fp32"), codec="measured", ratio=0.01)
+    slow = codec_seconds("topk", 4, 128, 2, batch=32, device=netlab.device("cpu-core"), codec="measured", ratio=0.01)
+    fast = codec_seconds("topk", 4, 128, 2, batch=32, device=netlab.device("A100-fp32"), codec="measured", ratio=0.01)
     assert slow[0] > 0 and slow[1] > 0
     ratio = netlab.DEVICES["A100-fp32"][0] / netlab.DEVICES["cpu-core"][0]
     assert slow[0] / fast[0] == pytest.approx(ratio) and slow[1] / fast[1] == pytest.approx(ratio)
-    assert codec_seconds("none", 4, 128, 2, 32, netlab.device("cpu-core")) == (0.0, 0.0)
+    assert codec_seconds("none", 4, 128, 2, batch=32, device=netlab.device("cpu-core")) == (0.0, 0.0)
 
 
 def test_cli_prints_the_issue_keys(capsys):

@@ -1,10 +1,9 @@
 """Chapter 6's panel runs headless: each setting simulates and draws on its own Figure; bad ones explain."""
 import numpy as np
 import pytest
-from matplotlib.figure import Figure
 
 from netlab.fabric import Congestion, Incast, Victim, jitter, victim
-from netlab.figures.congestion import draw_step_times, draw_victim
+from netlab.figures.congestion import incast_run, step_time_cdf, victim_rate
 from netlab.ui.ch6 import CongestionPanel
 
 
@@ -22,13 +21,13 @@ def test_panel_runs_each_setting_and_keeps_it():
     assert "goodput" in panel.text and "PFC pause" in panel.text and panel.runs == 2
     png = [o for o in panel.out.outputs if "image/png" in o["data"]]
     assert len(png) == 1                                       # one figure, replaced, never appended
-    rate, queue = panel.figure(panel.last).axes
+    rate, queue = incast_run(panel.last).axes
     # each of the 8 flows' curves moves its whole 64 KB block (the rate integrated over its lifetime)
     link = panel.last.port.rate
     assert len(rate.lines) == 8
     assert [bytes_under(line, 1e-3, link) for line in rate.lines] == pytest.approx([64 * 1024] * 8, rel=1e-9)
     # lossy, the queue never stands above the 32 KB buffer drawn beside it, and reaches it (it dropped)
-    _, queue = panel.figure(lossy).axes
+    _, queue = incast_run(lossy).axes
     q, buffer = queue.lines[0], queue.lines[1]
     assert list(buffer.get_ydata()) == [32.768, 32.768] and 32.768 - 1.5 <= max(q.get_ydata()) <= 32.768
 
@@ -50,14 +49,14 @@ def test_ecn_threshold_is_greyed_out_for_transports_that_ignore_marks():
 def test_step_time_and_victim_figures_draw_what_the_runs_measured():
     out = jitter(("dctcp",), config=Incast(senders=2, block=16 * 1024, rounds=3,
                                            switch=Congestion('reno', buffer=64 * 1024, background=0.2)))
-    ax, = draw_step_times(Figure(), out).axes
+    ax, = step_time_cdf(out).axes
     cdf, ideal = ax.lines
     # the CDF steps through every round's time once, up to all of them; the dashed line is the ideal round
     assert list(cdf.get_xdata()) == pytest.approx(sorted(t * 1e3 for t in out["dctcp"]["times"]))
     assert list(cdf.get_ydata()) == pytest.approx([1 / 3, 2 / 3, 1])
     assert list(ideal.get_xdata()) == pytest.approx([out["dctcp"]["ideal"] * 1e3] * 2)
     run = victim(config=Victim(duration=2e-3))
-    ax, = draw_victim(Figure(), {"PFC on": run}).axes
+    ax, = victim_rate({"PFC on": run}).axes
     # F1's curve (Gbit/s over ms) carries the bytes F1 delivered during the run
     assert bytes_under(ax.lines[0], 1e-3, 1e9 / 8) == pytest.approx(run.flows[0].rx_bytes[-1], rel=1e-9)
 
@@ -82,7 +81,7 @@ def test_a_round_past_the_panels_event_limit_is_shown_as_far_as_it_got_and_says_
     cut = panel.last
     assert not cut.complete and cut.fabric.events == 500 and cut.rounds == []
     assert panel.text.startswith("stopped after 500 events") and "python -m netlab congestion incast" in panel.text
-    full = ch6.run_setting(**setting)                       # the same round, run to its end
+    full = ch6.run_setting(setting)                       # the same round, run to its end
     assert full.complete and full.fabric.events > 500 and len(full.rounds) == 1
     # the panel showed a prefix of that run: the same drops and queue, up to where it stopped
     assert cut.port.drop_t == full.port.drop_t[:len(cut.port.drop_t)]

@@ -1,6 +1,6 @@
 """The fabric's configuration objects: an incast described once (``fabric.experiments.Incast``) with the switch
 ``netlab.network(congestion=...)`` takes, the launcher's line kept off the user's ``Congestion``, and the
-kernel's TCP profile as its own class (``tcp.LinuxTCP``)."""
+kernel's TCP profile as its own class (``linux_tcp.LinuxTCP``)."""
 import dataclasses
 
 import pytest
@@ -8,7 +8,7 @@ import pytest
 import netlab
 from netlab import Congestion
 from netlab.fabric import Incast, incast, transport
-from netlab.fabric import engine, tcp
+from netlab.fabric import engine, linux_tcp, tcp
 from netlab.cosim.live import LaunchedCongestion, launched
 
 KB = 1024
@@ -58,8 +58,8 @@ def test_textbook_reno_has_no_kernel_profile_and_make_picks_it_by_name():
     nic = fab.port("nic", 1e9 / 8, 25e-6)
     flow = engine.Flow(fab, "f", [nic], 64 * KB, start=0.0)
     plain, kernel = transport.make("cubic", flow, 0.2), transport.make("cubic", flow, 0.2, linux=True, tick=0.004)
-    assert type(plain) is tcp.Cubic and not isinstance(plain, tcp.LinuxTCP) and not hasattr(plain, "tick")
-    assert isinstance(kernel, tcp.Cubic) and isinstance(kernel, tcp.LinuxTCP) and kernel.tick == 0.004
+    assert type(plain) is tcp.Cubic and not isinstance(plain, linux_tcp.LinuxTCP) and not hasattr(plain, "tick")
+    assert isinstance(kernel, tcp.Cubic) and isinstance(kernel, linux_tcp.LinuxTCP) and kernel.tick == 0.004
     with pytest.raises(ValueError, match="linux"):
         transport.make("dcqcn", flow, 0.2, linux=True)
     with pytest.raises(ValueError, match="tick"):

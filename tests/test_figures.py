@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from netlab.compress.pays import label  # noqa: E402
 from netlab.compress.table import TABLE  # noqa: E402
 from netlab.figures import collectives, common  # noqa: E402
+from netlab.ui.panel import Setting  # noqa: E402
 
 
 def _look(style):
@@ -38,7 +39,7 @@ def test_chapter1_panel_shares_one_time_axis_and_takes_samples_per_device():
     from netlab.ui.ch1 import StepPanel
     panel = StepPanel(ranks=2, batch=64)
     assert panel.last.setup["batch_per_rank"] == 64
-    text, fig = panel.render(ranks=2, bandwidth="10Gbit/s", latency="5us", width=128, batch=16, device="cpu-core")
+    text, fig = panel.render(Setting(ranks=2, bandwidth="10Gbit/s", latency="5us", width=128, batch=16, device="cpu-core"))
     (ax,) = fig.axes                         # the step's split is the first row of the timeline's axes
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == ["step", "rank 0", "rank 1"]
@@ -74,11 +75,11 @@ def test_a_panel_redrawing_into_its_kept_figure_draws_what_a_fresh_figure_draws(
     from netlab.ui.panel import png_bytes
     kept = StepPanel(ranks=3, width=128)
     settings = dict(ranks=3, latency="5us", width=128, batch=16, device="cpu-core")
-    kept.render(bandwidth="100Mbit/s", **settings)                   # a slow network: a long comm bar
-    again = png_bytes(kept.render(bandwidth="100Gbit/s", **settings)[1], 100, False)
+    kept.render(Setting(bandwidth="100Mbit/s", **settings))                   # a slow network: a long comm bar
+    again = png_bytes(kept.render(Setting(bandwidth="100Gbit/s", **settings))[1], 100, False)
     fresh = StepPanel(ranks=3, width=128)
     fresh._figures.clear()
-    assert again == png_bytes(fresh.render(bandwidth="100Gbit/s", **settings)[1], 100, False)
+    assert again == png_bytes(fresh.render(Setting(bandwidth="100Gbit/s", **settings))[1], 100, False)
     (ax,) = kept._figures[3][1].figure.axes
     assert len(ax.collections) == len(fresh._figures[3][1].collections) and len(ax.texts) <= 2
 
@@ -87,11 +88,11 @@ def test_capstone_curves_never_share_a_look_and_the_bisection_bars_draw_every_ro
     """Chapter 8's scaling figure once drew both curves in the ring's colour and marker: every curve
     (and the published star) is now told apart by colour and by marker in its legend."""
     from matplotlib.figure import Figure
-    from netlab.figures.capstone import scaling
+    from netlab.figures.capstone import predicted_efficiency
     from netlab.figures.codesign import bisection_bars
     fig = Figure()
-    scaling(fig, {f"curve {i}": ([4, 8, 16], [1.0, 0.9 - i / 10, 0.8 - i / 10]) for i in range(4)},
-            [(16, 0.7, "published")])
+    predicted_efficiency({f"curve {i}": ([4, 8, 16], [1.0, 0.9 - i / 10, 0.8 - i / 10]) for i in range(4)},
+            [(16, 0.7, "published")], ax=fig.subplots())
     handles = fig.axes[0].get_legend().legend_handles
     looks = [(h.get_color(), h.get_marker()) for h in handles]
     assert len({c for c, _ in looks}) == len(looks) and len({m for _, m in looks}) == len(looks)
@@ -99,5 +100,5 @@ def test_capstone_curves_never_share_a_look_and_the_bisection_bars_draw_every_ro
              "bytes": 1 << 20} for p, base in (("ring all-reduce", 1.0), ("all-to-all", 0.5))
             for r, t in ((1, base), (4, base * (1 if p.startswith("ring") else 3.5)))]
     fig = Figure()
-    bisection_bars(fig, rows)
+    bisection_bars(rows, fig=fig)
     assert len(fig.axes[0].patches) == 4 and len(fig.axes[0].texts) == 4

@@ -51,7 +51,8 @@ class Square(Panel):
     def __init__(self):
         super().__init__({"n": widgets.IntSlider(3, 1, 9, description="n")})
 
-    def render(self, n):
+    def render(self, values):
+        n = values.n
         fig = new_figure(3, 2)
         fig.subplots().plot(range(10), [x * x / n for x in range(10)])
         return f"n = {n}", fig

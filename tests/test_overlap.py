@@ -136,7 +136,7 @@ def test_many_buckets_follow_the_alpha_beta_pipeline(cap):
     nbytes = [sum(size[i] for i in b) for b in plan]
     ready = [DEV.seconds(f) for f in bk.bucket_ready_flops(prof, plan)]
     optimizer = DEV.seconds(2 * train.parameter_count(SHAPE["width"], SHAPE["layers"]))
-    want = overlap.pipeline_time(nbytes, ready, DEV.seconds(prof.total_flops), 4, NET.nic, optimizer)
+    want = overlap.pipeline_time(nbytes, ready, DEV.seconds(prof.total_flops), 4, link=NET.nic, optimizer_s=optimizer)
     assert res.trace.makespan == pytest.approx(want["total_s"], rel=0.01)
     assert res.values[0]["exposed_comm_s"] == pytest.approx(want["exposed_comm_s"], rel=0.01)
     # overlap hides communication: the same buckets sent after the backward pass take longer
@@ -150,3 +150,37 @@ def test_bucket_size_curve_is_u_shaped():
     slow = network("10Gbit/s", "50us")
     times = {cap: _run(net=slow, bucket_bytes=cap, batch=256).trace.makespan for cap in (1, 300_000, 10**12)}
     assert times[300_000] < times[1] and times[300_000] < times[10**12]
+
+
+@pytest.mark.parametrize("settings, name", [
+    (dict(ranks=0), "ranks"), (dict(width=3), "width"), (dict(batch=0), "batch"), (dict(algo="spiral"), "algo"),
+    (dict(bucket=0, overlap=True), "bucket"), (dict(bandwidth="10furlongs"), "bandwidth"),
+])
+def test_a_bad_step_setting_is_one_value_error_naming_it_before_any_rank_starts(settings, name, monkeypatch):
+    from netlab.dataparallel.step import StepConfig, measure_step
+    from netlab.runtime import shared
+
+    def tripwire(*args, **kw):
+        raise AssertionError("a rank pool was started")
+    monkeypatch.setattr(shared, "run_on_pool", tripwire)
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        measure_step(**settings)
+    if name in ("ranks", "width", "batch", "algo"):          # checked by the config itself
+        with pytest.raises(ValueError, match=f"^{name}:"):
+            StepConfig(**settings)
+
+
+@pytest.mark.parametrize("settings, name", [(dict(bucket_bytes=0), "bucket_bytes"), (dict(lr=0), "lr"),
+                                            (dict(first_bucket_bytes=-1), "first_bucket_bytes"),
+                                            (dict(iteration=-1), "iteration"), (dict(width=3), "width")])
+def test_a_bad_bucketed_step_config_names_the_field(settings, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        overlap.OverlapConfig(**settings)
+
+
+def test_a_step_config_and_its_keywords_give_the_same_step():
+    from netlab.dataparallel.step import StepConfig, measure_step
+    settings = dict(ranks=2, width=64, batch=8, bandwidth="1Gbit/s")
+    assert measure_step(StepConfig(**settings)).total_s == measure_step(**settings).total_s
+    with pytest.raises(ValueError, match="^config:"):
+        measure_step(StepConfig(**settings), ranks=2)

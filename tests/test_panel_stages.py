@@ -19,7 +19,8 @@ class Staged(Panel):
         self.supersede = False
         super().__init__({"n": widgets.IntSlider(3, 1, 40, description="n")}, **kwargs)
 
-    def render(self, n):
+    def render(self, values):
+        n = values.n
         for stage in ("first", "full"):
             self.computed.append((n, stage))
             if stage == "first" and self.supersede:

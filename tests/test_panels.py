@@ -28,7 +28,8 @@ class Curve(Panel):
     def __init__(self, **kwargs):
         super().__init__({"n": widgets.IntSlider(3, 1, 40, description="n")}, **kwargs)
 
-    def render(self, n):
+    def render(self, values):
+        n = values.n
         fig = new_figure(4, 3)
         ax = fig.subplots()
         ax.plot(np.arange(50), np.sin(np.arange(50) / n), label=r"$\sin(x / n)$")
@@ -90,7 +91,7 @@ def test_a_callback_on_another_thread_runs_on_the_main_thread_once_per_burst(mon
     p = Curve()
     runs, seen = p.runs, []
     original = p.render
-    p.render = lambda **v: (seen.append(threading.current_thread() is threading.main_thread()), original(**v))[1]
+    p.render = lambda v: (seen.append(threading.current_thread() is threading.main_thread()), original(v))[1]
 
     def burst():
         for n in (4, 5, 6, 7):
@@ -115,12 +116,13 @@ def test_set_changes_several_controls_with_one_run_and_names_a_wrong_one():
 
 def test_errors_are_one_line_in_place_of_the_figure():
     class Broken(Curve):
-        def render(self, n):
+        def render(self, values):
+            n = values.n
             if n == 2:
                 raise ValueError("n: two is not allowed")
             if n == 3:
                 raise RuntimeError("rank 1 raised\n\n--- traceback ---\nlong lines")
-            return super().render(n)
+            return super().render(values)
 
     p = Broken(run_now=False)
     p.set(n=2)
@@ -175,7 +177,8 @@ def slow(comm, seconds):
 class Slow(Panel):
     def __init__(self):
         super().__init__({"seconds": widgets.IntSlider(0, 0, 600)})
-    def render(self, seconds):
+    def render(self, values):
+        seconds = values.seconds
         return f"ran {netlab.run(slow, seconds, ranks=2, timeout=900).values}", None
 
 panel = Slow()

@@ -191,14 +191,14 @@ def test_bad_input_is_one_value_error_naming_the_parameter(kwargs, name, monkeyp
 def test_the_figure_draws_every_run_it_is_given():
     from matplotlib.figure import Figure
 
-    from netlab.figures.parallel import step_time_vs_bandwidth
+    from netlab.figures.parallel import modes_vs_bandwidth
     from netlab.codesign.parallel import ParallelResult
 
     def run(mode, gbit, step_s, sent):
         return ParallelResult(mode, 4, sent, step_s, 0.0, 0.0, sent, step_s, {"bandwidth_Bps": gbit * 1e9 / 8})
     runs = {"dp": [run("dp", 10, 3e-3, 5_000_000), run("dp", 1, 12e-3, 5_000_000)],
             "pp": [run("pp", 10, 4e-3, 1_500_000), run("pp", 1, 8e-3, 1_500_000)]}
-    fig = step_time_vs_bandwidth(Figure(figsize=(10, 3.4)), runs)
+    fig = modes_vs_bandwidth(runs, fig=Figure(figsize=(10, 3.4)))
     left, right = fig.axes
     drawn = [(list(line.get_xdata()), list(line.get_ydata())) for line in left.get_lines()]
     assert drawn == [([1.0, 10.0], [12.0, 3.0]), ([1.0, 10.0], [8.0, 4.0])]      # Gbit/s, ms, sorted by bandwidth

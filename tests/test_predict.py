@@ -12,7 +12,7 @@ import pytest
 import netlab
 from netlab.collectives import cost
 from netlab.dataparallel import train
-from netlab.ui.predict import Prediction, load
+from netlab.ui.predict import Numeric, Prediction, load
 
 OPTIONS = [("doubles", "each rank sends 2(p-1)/p of the gradient: at most 2x, never p x"),
            ("stays about the same", "right: the bytes per rank barely grow"),
@@ -58,12 +58,12 @@ def test_an_answered_question_reopens_locked(tmp_path):
 
 def test_numeric_answer_within_tolerance(tmp_path):
     calls = []
-    q = make(tmp_path, calls, value=2.0, unit="ms", tolerance=0.1)
+    q = make(tmp_path, calls, value=2.0, numeric=Numeric(unit="ms", tolerance=0.1))
     q.choice.value = "fast"
     assert q.lock() is None and "first" in q.reveal.value
     q.choice.value = "2.15"
     assert q.lock()["correct"] is True
-    q2 = Prediction("q2", "?", lambda: {"value": 2.0, "text": "2 ms"}, unit="ms", tolerance=0.1,
+    q2 = Prediction("q2", "?", lambda: {"value": 2.0, "text": "2 ms"}, numeric=Numeric(unit="ms", tolerance=0.1),
                     path=str(tmp_path / "p.json"))
     q2.choice.value = "2.5"
     assert q2.lock()["correct"] is False and len(load(str(tmp_path / "p.json"))["answers"]) == 2
@@ -104,7 +104,8 @@ def test_why_right_appears_after_locking_and_only_for_the_right_option(tmp_path)
 
 
 def test_numeric_why_is_revealed_only_after_locking(tmp_path):
-    q = Prediction("n", "?", lambda: {"value": 2.0, "text": "2 ms"}, unit="ms", why="queues add up\n\nsecond",
+    q = Prediction("n", "?", lambda: {"value": 2.0, "text": "2 ms"},
+                   numeric=Numeric(unit="ms", why="queues add up\n\nsecond"),
                    path=str(tmp_path / "p.json"))
     assert "queues add up" not in shown(q.widget)
     q.choice.value = "2"

@@ -73,7 +73,7 @@ def reference(steps, width, batch, lr, momentum, membership, seed=0):
         model.zero_grad()
         members = membership.members(t)
         for i, _ in enumerate(members):
-            idx = train.batch_indices(t, i, len(members), batch, len(y), seed)
+            idx = train.batch_indices(t, i, len(members), batch, n=len(y), seed=seed)
             (F.cross_entropy(model(x[idx]), y[idx], reduction="sum") / (len(members) * batch)).backward()
         with torch.no_grad():
             for v, p in zip(velocity, model.parameters()):
@@ -170,16 +170,34 @@ def sparse_reference(cfg):
 
 @claim("ch3.hashing-spreads-rows")
 def test_zipf_rows_make_a_hot_shard_under_ranges_and_hashing_spreads_it():
-    runs = {pl: sparse.run_sparse(8, 4, pl, hot=32 if pl == "replicate" else 0, steps=2)
+    runs = {pl: sparse.run_sparse(workers=8, servers=4, placement=pl, hot=32 if pl == "replicate" else 0, steps=2)
             for pl in ("range", "hash", "replicate")}
     assert runs["range"]["hottest_share"] > 0.6                 # rows 0..R/4 hold the popular ids
     assert runs["hash"]["hottest_share"] < 0.3
     assert runs["replicate"]["hottest_share"] < 0.3
-    ref = sparse_reference(sparse.SparseConfig(8, 4, steps=2))
+    ref = sparse_reference(sparse.SparseConfig(workers=8, servers=4, steps=2))
     for r in runs.values():
         torch.testing.assert_close(torch.from_numpy(r["table"]), ref, rtol=0, atol=1e-6)   # every placement trains the same rows
     assert sum(runs["replicate"]["server_bytes"]) > sum(runs["hash"]["server_bytes"])   # keeping copies in sync
 
+
+
+@pytest.mark.parametrize("settings, name", [(dict(placement="random"), "placement"), (dict(rows=1), "rows"),
+                                            (dict(zipf=5), "zipf"), (dict(lookups=0), "lookups"),
+                                            (dict(steps=1.5), "steps"), (dict(hot=-1), "hot")])
+def test_a_bad_embedding_setting_names_the_field_before_any_rank_starts(settings, name, monkeypatch):
+    from netlab.runtime import shared
+
+    def tripwire(*args, **kw):
+        raise AssertionError("a rank pool was started")
+    monkeypatch.setattr(shared, "run_on_pool", tripwire)
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        sparse.run_sparse(**settings)
+
+
+def test_hot_rows_are_replicated_only_under_replicate():
+    assert sparse.SparseConfig(placement="hash", hot=32).hot == 0
+    assert sparse.SparseConfig(placement="replicate", hot=32).hot == 32
 
 # ---- BytePS summation service --------------------------------------------------------------------
 @pytest.mark.parametrize("cpu_servers, fraction", [(2, None), (0, 0.0)])

@@ -274,7 +274,7 @@ def test_peer_matrix_draws_each_pairs_speed_and_bytes():
     from matplotlib.figure import Figure
     from netlab.figures.trace import peer_matrix
     out = scenarios.scenario("spine", 0)
-    fig = peer_matrix(Figure(), out.trace, latency=out.setup["latency_s"], bandwidth=out.setup["bandwidth_Bps"])
+    fig = peer_matrix(out.trace, fig=Figure(), latency=out.setup["latency_s"], bandwidth=out.setup["bandwidth_Bps"])
     speed, volume = (ax.images[0].get_array() for ax in fig.axes[:2])
     for p in analysis.peer_links(out.trace, latency=out.setup["latency_s"]):
         assert speed[p["src"], p["dst"]] == pytest.approx(p["bandwidth_Bps"] / out.setup["bandwidth_Bps"])

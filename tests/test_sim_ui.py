@@ -4,7 +4,7 @@ import pytest
 
 from netlab.net import fabrics
 from netlab.sim import experiments
-from netlab.figures.topology import scaling_plot
+from netlab.figures.topology import busbw_scaling
 from netlab.ui.ch5 import FabricPanel, describe
 
 
@@ -40,7 +40,7 @@ def test_panel_fabric_reuses_topologies_and_describe_names_the_bottleneck():
     with pytest.raises(ValueError, match="^fabric:"):
         experiments.panel_fabric(**{**setting, "fabric": "torus"}, ranks=8)
     rows = experiments.scaling({"k=4": (fabrics.fat_tree(4), "ring")}, scales=(8, 16), nbytes=1 << 20)
-    fig = scaling_plot(rows)
+    fig = busbw_scaling(rows)
     assert len(fig.axes[0].lines) == 1
     plt.close(fig)
     from netlab import sim

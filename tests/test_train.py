@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import netlab
-from netlab import data
+from netlab import collectives, data
 from netlab.dataparallel import train
 
 
@@ -16,7 +16,7 @@ def test_summed_gradients_equal_the_single_process_full_batch_gradient(ranks, ba
                      device=netlab.device("cpu-core"), width=64, batch=batch, return_grad=True)
     model = train.make_model(64, 2, seed=0)
     x, y = data.load("train")
-    idx = torch.cat([train.batch_indices(0, r, ranks, batch, len(y)) for r in range(ranks)])
+    idx = torch.cat([train.batch_indices(0, r, ranks, batch, n=len(y)) for r in range(ranks)])
     loss = F.cross_entropy(model(x[idx]), y[idx])                    # mean over the global batch
     loss.backward()
     reference = train.flat_grad(model)
@@ -26,7 +26,7 @@ def test_summed_gradients_equal_the_single_process_full_batch_gradient(ranks, ba
 
 
 def test_global_batches_do_not_overlap_between_ranks():
-    idx = [train.batch_indices(3, r, 4, 16, 1438).tolist() for r in range(4)]
+    idx = [train.batch_indices(3, r, 4, 16, n=1438).tolist() for r in range(4)]
     flat = sum(idx, [])
     assert len(flat) == len(set(flat)) == 64
 
@@ -56,7 +56,7 @@ def test_bad_model_sizes_name_the_parameter():
     with pytest.raises(ValueError, match="^layers:"):
         train.make_model(64, 0)
     with pytest.raises(ValueError, match="^batch:"):
-        train.batch_indices(0, 0, 16, 1000, 1438)
+        train.batch_indices(0, 0, 16, 1000, n=1438)
 
 
 def test_data_parallel_training_learns_the_digits():
@@ -75,7 +75,7 @@ def single_process(steps, ranks, batch, make_opt):
     x, y = data.load("train")
     opt = make_opt(model.parameters())
     for t in range(steps):
-        idx = torch.cat([train.batch_indices(t, r, ranks, batch, len(y)) for r in range(ranks)])
+        idx = torch.cat([train.batch_indices(t, r, ranks, batch, n=len(y)) for r in range(ranks)])
         opt.zero_grad()
         F.cross_entropy(model(x[idx]), y[idx]).backward()
         opt.step()
@@ -83,7 +83,7 @@ def single_process(steps, ranks, batch, make_opt):
 
 
 def fitted(comm, **kw):
-    res = train.fit(comm, width=32, batch=8, eval_every=0, **kw)
+    res = train.fit(comm, train.FitConfig(width=32, batch=8, eval_every=0, **kw))
     return torch.nn.utils.parameters_to_vector(res.model.parameters()).detach()
 
 
@@ -122,3 +122,53 @@ def test_a_cached_initial_model_equals_a_fresh_one_and_leaves_the_rng_as_buildin
             assert torch.equal(mine, theirs)
         with torch.no_grad():
             model[0].weight += 1                       # a caller's change never reaches the next copy
+
+
+def _summed_by_tree(comm, flat, step):
+    """A plain function as a sync, as exercise code writes one."""
+    return collectives.allreduce(comm, flat, algo="tree")
+
+
+def fitted_with_function(comm):
+    cfg = train.FitConfig(width=32, batch=8, eval_every=0, steps=3, momentum=0.9)
+    res = train.fit(comm, cfg, sync=_summed_by_tree)
+    return torch.nn.utils.parameters_to_vector(res.model.parameters()).detach()
+
+
+def test_a_plain_function_is_a_gradient_sync_and_trains_the_single_process_model():
+    res = netlab.run(fitted_with_function, ranks=3, network=netlab.network("10Gbit/s", "5us"),
+                     device=netlab.device("cpu-core"))
+    reference = single_process(3, 3, 8, lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9))
+    for params in res.values:
+        torch.testing.assert_close(params, reference, rtol=1e-5, atol=1e-5)
+
+
+class _Weights(train.Sync):
+    returns = "weights"
+
+
+def _old_style(comm, flat, step):
+    return flat
+
+
+_old_style.returns = "parameters"
+
+
+@pytest.mark.parametrize("settings, name", [({"lr": -0.1}, "lr"), ({"steps": 2.5}, "steps"), ({"width": 3}, "width"),
+                                            ({"optimizer": "lbfgs"}, "optimizer"), ({"eval_every": -1}, "eval_every"),
+                                            ({"momentum": float("nan")}, "momentum"), ({"seed": -1}, "seed")])
+def test_a_bad_fit_config_names_the_field(settings, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        train.FitConfig(**settings)
+
+
+@pytest.mark.parametrize("sync", [42, _Weights(), _old_style])
+def test_a_bad_sync_is_refused_before_training_with_the_parameter_named(sync):
+    with pytest.raises(ValueError, match="^sync:"):
+        train.fit(None, train.FitConfig(steps=1), sync=sync)
+
+
+def test_fit_config_like_takes_the_shared_fields_of_another_config():
+    from netlab.ps.config import Training
+    cfg = train.FitConfig.like(Training(width=64, lr=0.3, momentum=0.5, eval_every=4), steps=7)
+    assert (cfg.width, cfg.lr, cfg.momentum, cfg.eval_every, cfg.steps, cfg.batch) == (64, 0.3, 0.5, 4, 7, 32)

@@ -72,7 +72,7 @@ def whole_buckets_at_once(nbytes, ready, c, o, p, B, a):         # one all-reduc
 def calls_netlab(nbytes, ready, c, o, p, B, a):
     from netlab.dataparallel import overlap
     from netlab.net.network import Link
-    return overlap.pipeline_time(nbytes, ready, c, p, Link(B, a), o)["total_s"]
+    return overlap.pipeline_time(nbytes, ready, c, p, link=Link(B, a), optimizer_s=o)["total_s"]
 
 
 def calls_netlab_cost(nbytes, ready, c, o, p, B, a):

@@ -120,7 +120,7 @@ def board_json(t: Task, rows: list[Row], seed: int | None) -> dict:
 
 def _figure_png(t: Task, r: Row) -> bytes:
     from ..figures.challenge import png_bytes, utilisation
-    return png_bytes(utilisation(r.links, f"{r.entry}: {r.time_s * 1e6:.1f} us, busbw {r.busbw_GBps:.2f} GB/s"))
+    return png_bytes(utilisation(r.links, title=f"{r.entry}: {r.time_s * 1e6:.1f} us, busbw {r.busbw_GBps:.2f} GB/s"))
 
 
 def board_html(t: Task, rows: list[Row], seed: int | None) -> str:

@@ -18,6 +18,9 @@ and each typical wrong answer (a victim named instead of the straggler, a slow N
 spine, ...) gets its own hint, none of which names the culprit. One answer per seed is graded (the
 first well-formed one, recorded): later answers for that seed get no verdict, so trying the ranks one
 by one cannot pass; a hint depends on the kind named, never on which wrong place was named.
+
+One concept: exercise 7's check, its measured reference step and the hints that explain a wrong answer,
+which all read the same bucket schedule.
 """
 from __future__ import annotations
 
@@ -75,8 +78,8 @@ def _pipeline(nbytes, ready, compute, optimizer, ranks, bandwidth, latency) -> f
     """The exercise's definition in closed form (``overlap.pipeline_time``), for the spec cases and the probes."""
     from ..dataparallel import overlap
     from ..net.network import Link
-    return overlap.pipeline_time(list(nbytes), list(ready), compute, ranks, Link(bandwidth, latency),
-                                 optimizer)["total_s"]
+    return overlap.pipeline_time(list(nbytes), list(ready), compute, ranks, link=Link(bandwidth, latency),
+                                 optimizer_s=optimizer)["total_s"]
 
 
 def _number(fn, *args):

@@ -46,6 +46,9 @@ Left out: congestion and packet loss (chapter 6), stragglers, the flow simulator
 framework overheads (Horovod's negotiation, tensor-fusion cycle), how accuracy changes with the number
 of ranks (beyond int8's levels), and gradient readiness that is not uniform (a real model's is measured
 in ``measure``).
+
+One concept: the capstone's predictor, a cluster description (``ClusterSpec``) and the one step-time
+model that turns it into a prediction.
 """
 from __future__ import annotations
 

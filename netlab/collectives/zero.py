@@ -44,8 +44,9 @@ def sharded_adam_step(comm, width: int = 256, batch: int = 16, lr: float = 1e-3,
     """One data-parallel Adam step; ZeRO-sharded (reduce-scatter + all-gather) or plain (all-reduce)."""
     model = train.make_model(width, 2, seed=0)
     x, y = data.load("train")
-    idx = train.batch_indices(0, comm.rank, comm.world_size, batch, len(y))
-    train.local_step(comm, model, x, y, idx, comm.world_size * batch, flops=train.step_flops(width, 2, batch))
+    idx = train.batch_indices(0, comm.rank, comm.world_size, batch, n=len(y))
+    train.local_step(comm, model, x, y, idx=idx, global_batch=comm.world_size * batch,
+                     flops=train.step_flops(width, 2, batch))
     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])   # (P,) flat fp32
     grad = train.flat_grad(model)
     sent_before = comm.bytes_sent

@@ -36,7 +36,7 @@ from .. import seeds
 
 
 def make_compressor(method: str, ratio: float = DEFAULTS["ratio"], bits: int = DEFAULTS["bits"],
-                    tau: float = DEFAULTS["tau"], seed: int = 0, rescale: bool = True,
+                    tau: float = DEFAULTS["tau"], *, seed: int = 0, rescale: bool = True,
                     levels: int | None = None) -> Compressor:
     """The compressor alone (no memory, no communication), e.g. for single-process experiments."""
     check_method(method)

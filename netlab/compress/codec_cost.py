@@ -60,7 +60,7 @@ def _timed(fn) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def measure_here(method: str, ranks: int, width: int, layers: int, batch: int, error_feedback: bool,
+def measure_here(method: str, ranks: int, width: int, layers: int, *, batch: int, error_feedback: bool,
                  options: tuple = (), reps: int = 15, statistic: str = "median") -> dict:
     """Seconds on this machine (one thread): encode, one decode, and a reference matmul's FLOP/s.
 
@@ -73,10 +73,10 @@ def measure_here(method: str, ranks: int, width: int, layers: int, batch: int, e
     try:
         model = train.make_model(width, layers, seed=0)
         x, y = data.load("train")
-        idx = train.batch_indices(0, 0, ranks, batch, len(y))
+        idx = train.batch_indices(0, 0, ranks, batch, n=len(y))
         local = Comm(0, 1, device=make_device("cpu-core"))         # no network: wall clock, no messages
         flops = train.step_flops(width, layers, batch)
-        train.local_step(local, model, x, y, idx, ranks * batch, flops)
+        train.local_step(local, model, x, y, idx=idx, global_batch=ranks * batch, flops=flops)
         grad = train.flat_grad(model)
         shapes = [tuple(p.shape) for p in model.parameters()]
 
@@ -149,7 +149,7 @@ def flops_per_element(method: str, error_feedback: bool = False, **options) -> t
     return enc, dec
 
 
-def codec_seconds(method: str, ranks: int, width: int, layers: int, batch: int, device: Device,
+def codec_seconds(method: str, ranks: int, width: int, layers: int, *, batch: int, device: Device,
                   error_feedback: bool = False, codec: str = DEFAULT_CODEC, **options) -> tuple[float, float]:
     """(encode_s, decode_s) to charge per step on `device`: from the model, measured here, or free."""
     if method == "none" or check_codec(codec) == "free":
@@ -158,6 +158,7 @@ def codec_seconds(method: str, ranks: int, width: int, layers: int, batch: int, 
         enc, dec = flops_per_element(method, error_feedback, **options)
         d = train.parameter_count(width, layers)
         return device.seconds(enc * d), device.seconds(dec * d)
-    m = measure_here(method, ranks, width, layers, batch, error_feedback, tuple(sorted(options.items())))
+    m = measure_here(method, ranks, width, layers, batch=batch, error_feedback=error_feedback,
+                     options=tuple(sorted(options.items())))
     return (device.seconds(m["encode_here_s"] * m["gemm_flops_per_s"]),
             device.seconds(m["decode_here_s"] * m["gemm_flops_per_s"]))

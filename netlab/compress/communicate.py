@@ -100,7 +100,7 @@ class Compression:
     handles_momentum = False         # True for DGC: momentum lives in its memory, not the optimizer
 
     def __init__(self, compressor: Compressor, memory=None, algo: str = "ring",
-                 encode_s: float = 0.0, decode_s: float = 0.0):
+                 *, encode_s: float = 0.0, decode_s: float = 0.0):
         self.compressor = compressor
         self.memory = memory if memory is not None else NoMemory()
         self.algo = algo

@@ -99,7 +99,7 @@ class DGC(Compression):
     handles_momentum = True
 
     def __init__(self, ratio: float = DEFAULTS["ratio"], momentum: float = 0.9, clip_norm: float | None = 1.0,
-                 warmup_steps: int = 0, world_size: int = 1, error_feedback: bool = True, **kwargs):
+                 warmup_steps: int = 0, *, world_size: int = 1, error_feedback: bool = True, **kwargs):
         _check_ratio(ratio)
         super().__init__(DGCTopK(ratio, warmup_steps),
                          DGCMemory(momentum, clip_norm, world_size, error_feedback), **kwargs)

@@ -45,13 +45,13 @@ def _spec(item) -> tuple[str, dict, bool]:
     return check_method(name), dict(options), bool(rest[0]) if rest else name != "none"
 
 
-def one_step_each(comm, specs, width, layers, batch, seed=0):
+def one_step_each(comm, specs, width, layers, *, batch, seed=0):
     """Rank function: one training step per spec, each from a fresh clock; (clock, bytes) per spec."""
     model = train.make_model(width, layers, seed)
     x, y = data.load("train")
-    idx = train.batch_indices(0, comm.rank, comm.world_size, batch, len(y), seed)
+    idx = train.batch_indices(0, comm.rank, comm.world_size, batch, n=len(y), seed=seed)
     flops = train.step_flops(width, layers, batch)
-    train.local_step(comm, model, x, y, idx, comm.world_size * batch, flops)
+    train.local_step(comm, model, x, y, idx=idx, global_batch=comm.world_size * batch, flops=flops)
     grad = train.flat_grad(model)                   # the same real gradient for every method
     shapes = [tuple(p.shape) for p in model.parameters()]
     out = []
@@ -69,7 +69,7 @@ def one_step_each(comm, specs, width, layers, batch, seed=0):
     return out
 
 
-def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128, layers: int = 2,
+def step_times(methods, bandwidths=BANDWIDTHS, *, ranks: int = 4, width: int = 128, layers: int = 2,
                batch: int = 32, latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
                codec: str = DEFAULT_CODEC, progress: bool = False) -> list[dict]:
     """One row per (method, bandwidth): step time and its parts, measured on real ranks."""
@@ -81,7 +81,8 @@ def step_times(methods, bandwidths=BANDWIDTHS, ranks: int = 4, width: int = 128,
     specs = []
     for item in methods:
         name, options, ef = _spec(item)
-        enc, dec = codec_seconds(name, ranks, width, layers, batch, dev, ef, codec, **options)
+        enc, dec = codec_seconds(name, ranks, width, layers, batch=batch, device=dev, error_feedback=ef, codec=codec,
+                                 **options)
         specs.append((name, options, ef, enc, dec))
     nets = [(bw, make_network(bw, latency)) for bw in bandwidths]     # bad input fails before any run
     flops = train.step_flops(width, layers, batch)
@@ -125,7 +126,7 @@ def crossover(rows: list[dict], method_label: str, baseline_label: str = "none")
 
 
 def allgather_crossover(dense_bytes: float, payload_bytes: float, ranks: int, latency_s: float,
-                        codec_s: float) -> float:
+                        *, codec_s: float) -> float:
     """The closed form of where an all-gathered compressor stops beating a ring all-reduce (bytes/s).
 
         fp32 ring all-reduce   C + 2(p-1) alpha + 2(p-1)/p n / B
@@ -140,7 +141,8 @@ def allgather_crossover(dense_bytes: float, payload_bytes: float, ranks: int, la
     return math.inf if cost <= 0 else saved / cost
 
 
-def rule_crossover(dense_bytes: float, payload_bytes: float, ranks: int, communicator: str, codec_s: float) -> float:
+def rule_crossover(dense_bytes: float, payload_bytes: float, ranks: int, communicator: str, *,
+                   codec_s: float) -> float:
     """The rule of thumb for the crossover (bytes/s): B* = s x (codec throughput), latencies neglected.
 
     The codec throughput is the fp32 gradient's bytes over the codec's seconds per step; s is what the method
@@ -180,7 +182,7 @@ def crossover_table(rows, baseline_label: str = "none") -> list[dict]:
                     f"speedup at {low['bandwidth']}": base[slowest] / low["step_s"],
                     "codec Gbit/s": low["dense_bytes"] * 8 / 1e9 / low["codec_s"] if low["codec_s"] else float("inf"),
                     "rule": bandwidth_label(rule_crossover(low["dense_bytes"], low["payload_bytes"], low["ranks"],
-                                                           low["communicator"], low["codec_s"])),
+                                                           low["communicator"], codec_s=low["codec_s"])),
                     "pays below": bandwidth_label(cross) if cross else
                     ("always (in range)" if low["step_s"] < base[slowest] else "never (in range)")})
     return out

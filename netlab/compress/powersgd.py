@@ -68,7 +68,7 @@ class PowerSGD:
     handles_momentum = False
     communicator = "allreduce"
 
-    def __init__(self, shapes, rank: int = DEFAULTS["rank"], error_feedback: bool = True, warm_start: bool = True,
+    def __init__(self, shapes, rank: int = DEFAULTS["rank"], *, error_feedback: bool = True, warm_start: bool = True,
                  start_iter: int = 0, min_compression_rate: float = 2.0, seed: int = 0,
                  epsilon: float = 0.0, algo: str = "ring", encode_s: float = 0.0, decode_s: float = 0.0):
         from .. import validate

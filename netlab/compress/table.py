@@ -35,8 +35,8 @@ def for_steps(steps: int, methods=TABLE) -> list:
     return out
 
 
-def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = DEFAULT_CODEC, progress: bool = False,
-                 **kwargs) -> list[dict]:
+def method_table(methods=TABLE, ranks: int = 4, steps: int = 300, codec: str = DEFAULT_CODEC, *,
+                 progress: bool = False, **kwargs) -> list[dict]:
     """One row per method: accuracy without and with error feedback, payload, ratio, wire bytes, step time.
 
     kwargs go to ``run_training`` (bandwidth, latency, device, width, lr, seed ...).
@@ -80,7 +80,7 @@ def format_table(rows, baseline_accuracy: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int = 32, seed: int = 0) -> list[dict]:
+def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int = 32, *, seed: int = 0) -> list[dict]:
     """What each method puts on the wire for one real gradient of the chapter's model (one process).
 
     Per method: the payload's tensors (dtype[count]), its bytes, the ratio to fp32, and the relative
@@ -104,8 +104,8 @@ def _payload_rows(methods, width, layers, batch, seed) -> list[dict]:
     model = train.make_model(width, layers, seed)
     x, y = data.load("train")
     local = Comm(0, 1, device=device("cpu-core"))
-    idx = train.batch_indices(0, 0, 1, batch, len(y), seed)
-    train.local_step(local, model, x, y, idx, batch, train.step_flops(width, layers, batch))
+    idx = train.batch_indices(0, 0, 1, batch, n=len(y), seed=seed)
+    train.local_step(local, model, x, y, idx=idx, global_batch=batch, flops=train.step_flops(width, layers, batch))
     grad = train.flat_grad(model)
     shapes = [tuple(p.shape) for p in model.parameters()]
     rows = []

@@ -31,7 +31,7 @@ from .methods import SyncConfig
 from .codec_cost import codec_seconds
 from .config import TrainConfig
 
-class Counted:
+class Counted(train.Sync):
     """A compression pipeline as ``train.fit``'s sync, counting the bytes it really sent and its payloads."""
     returns, region = "gradient", None
 
@@ -46,27 +46,25 @@ class Counted:
         return flat
 
 
-def train_compressed(comm, method: str = "none", error_feedback: bool = False, steps: int = 300,
-                     width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1, momentum: float = 0.0,
-                     seed: int = 0, eval_every: int = 10, encode_s: float = 0.0, decode_s: float = 0.0,
-                     sync_factory=None, **options) -> dict:
-    """Rank function: train with `method`; history of accuracy (rank 0), time and wire bytes.
+def train_compressed(comm, cfg: TrainConfig, *, encode_s: float = 0.0, decode_s: float = 0.0,
+                     sync_factory=None) -> dict:
+    """Rank function: train as `cfg` says; history of accuracy (rank 0), time and wire bytes.
 
-    `sync_factory(comm)`, when given, builds the sync object instead of `method` (an exercise's
-    answer plugs in this way).
+    encode_s / decode_s: the codec's compute charged per step. `sync_factory(comm)`, when given,
+    builds the sync object instead of `cfg.method` (an exercise's answer plugs in this way).
     """
-    model = train.make_model(width, layers, seed)
+    model = train.make_model(cfg.width, cfg.layers, cfg.seed)
     shapes = [tuple(p.shape) for p in model.parameters()]
     if sync_factory is not None:
         pipeline = sync_factory(comm)
     else:
-        pipeline = make(SyncConfig(method=method, error_feedback=error_feedback, shapes=shapes,
-                                   world_size=comm.world_size, comm_rank=comm.rank, seed=seed, encode_s=encode_s,
-                                   decode_s=decode_s, **options))
+        pipeline = make(SyncConfig(method=cfg.method, error_feedback=cfg.error_feedback, shapes=shapes,
+                                   world_size=comm.world_size, comm_rank=comm.rank, seed=cfg.seed, encode_s=encode_s,
+                                   decode_s=decode_s, **cfg.options))
     sync = Counted(pipeline)
-    res = train.fit(comm, steps=steps, width=width, layers=layers, batch=batch, lr=lr, seed=seed, sync=sync,
-                    momentum=0.0 if pipeline.handles_momentum else momentum, eval_every=eval_every, model=model,
-                    stop_if_not_finite=True)
+    fit = train.FitConfig.like(cfg, momentum=0.0 if pipeline.handles_momentum else cfg.momentum,
+                               stop_if_not_finite=True)
+    res = train.fit(comm, fit, sync=sync, model=model)
     return {**res.history, "wire_bytes": sync.wire_bytes, "payload_bytes": sync.payload_bytes,
             "steps_done": res.steps_done, "diverged": res.diverged, "clock_s": comm.now()}
 
@@ -118,14 +116,12 @@ def run_training(method: str | TrainConfig = "none", *, bandwidth="1Gbit/s", lat
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     encode_s = decode_s = 0.0
     if sync_factory is None:
-        encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch, dev, cfg.error_feedback, cfg.codec,
-                                           **options)
+        encode_s, decode_s = codec_seconds(method, ranks, width, layers, batch=batch, device=dev,
+                                           error_feedback=cfg.error_feedback, codec=cfg.codec, **options)
     if not launch.under_torchrun():
         shared.check_memory(ranks, memory.rank_bytes(train.grad_bytes(width, layers), 12), "this training run")
-    res = launch.run(train_compressed, ranks=ranks, network=net, device=dev, timeout=timeout, method=method,
-                      error_feedback=cfg.error_feedback, steps=steps, width=width, layers=layers, batch=batch,
-                      lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, eval_every=cfg.eval_every, encode_s=encode_s,
-                      decode_s=decode_s, sync_factory=sync_factory, **options)
+    res = launch.run(train_compressed, cfg, ranks=ranks, network=net, device=dev, timeout=timeout, encode_s=encode_s,
+                      decode_s=decode_s, sync_factory=sync_factory)
     h0 = res.values[0]
     done = steps if h0["diverged"] is None else h0["diverged"] + 1      # gradient exchanges that ran
     losses = [sum(v["loss"][i] for v in res.values) for i in range(len(h0["loss"]))]

@@ -37,8 +37,8 @@ TRANSPORTS = ("ideal", "reno", "dctcp", "dcqcn")
 
 def _steps(comm, steps: int, width: int, batch: int):
     """Train `steps` steps with a ring all-reduce; this rank's clock after each step."""
-    fit = train.fit(comm, steps=steps, width=width, batch=batch, eval_every=1, eval_from=0,
-                    sync=train.allreduce_sync("ring"))
+    fit = train.fit(comm, train.FitConfig(steps=steps, width=width, batch=batch, eval_every=1, eval_from=0),
+                    sync=train.AllReduce("ring"))
     return fit.history["time_s"]
 
 
@@ -95,7 +95,7 @@ def _push(comm, block: int):
     return comm.now()
 
 
-def incast_on_ranks(senders: int, block, bandwidth, latency, congestion: Congestion) -> tuple[float, dict]:
+def incast_on_ranks(senders: int, block, bandwidth, latency, *, congestion: Congestion) -> tuple[float, dict]:
     """One parameter-server push on senders + 1 real gloo ranks through the fabric: (round s, summary)."""
     block = parse_bytes(block, "block")
     if block % 4:

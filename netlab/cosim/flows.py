@@ -58,7 +58,7 @@ class FlowFabric:
     seed: int = 0
     causal: bool = False
     # Not a field: a spec as the user writes it is on no launcher's line. The copy the ranks receive
-    # for one run (``live.Launched``) carries the coordinator's address and key.
+    # for one run (``protocol.LaunchedFlowFabric``) carries the coordinator's address and key.
     address = ""
 
     ports_only = False          # never the port model: the coordinator always runs this fabric
@@ -145,9 +145,10 @@ class FlowEngine:
         return self._routes[key]
 
     # -- messages -------------------------------------------------------------------------------------
-    def post(self, key, src: int, dst: int, nbytes: int, start: float, on_done) -> None:
-        """A message posted at virtual time `start`; ``on_done(end)`` once its last byte has landed."""
-        self.schedule(start, self._posted, (key, src, dst, nbytes, on_done))
+    def post(self, key: tuple, nbytes: int, start: float, on_done) -> None:
+        """Message `key` ((src, dst, seq)) posted at virtual time `start`; ``on_done(end)`` once its last
+        byte has landed."""
+        self.schedule(start, self._posted, (key, key[0], key[1], nbytes, on_done))
 
     def _posted(self, arg) -> None:
         key, src, dst, nbytes, on_done = arg

@@ -1,3 +1,3 @@
 """Data parallelism on real ranks: the training loop (``train``), one step and its scaling (``step``),
 DDP's gradient buckets (``buckets``) and their all-reduce overlapped with the backward pass
-(``overlap``). Chapters 1 and 7."""
+(``overlap``), with the sync objects the loop takes (``sync``). Chapters 1 and 7."""

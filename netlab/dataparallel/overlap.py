@@ -23,14 +23,16 @@ compressed buckets.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 F = lazy("torch.nn.functional", globals())
 
 from . import buckets as bk
-from .. import collectives, data
+from .. import collectives, data, validate
 from ..collectives import cost
-from .train import batch_indices, flat_grad, make_model, sgd_update
+from .train import batch_indices, check_model, flat_grad, make_model, sgd_update
 
 
 class _CommStream:
@@ -55,21 +57,52 @@ class _CommStream:
             clock.t = saved
 
 
-def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring",
-                    lr: float = 0.1, seed: int = 0, bucket_bytes: int = bk.DEFAULT_BUCKET_BYTES,
-                    first_bucket_bytes: int | None = None, overlap: bool = True, iteration: int = 1,
-                    slowdown: dict | None = None, return_grad: bool = False) -> dict:
-    """One data-parallel step with bucketed gradient all-reduces (the rank function).
+@dataclass(frozen=True, kw_only=True)
+class OverlapConfig:
+    """One bucketed step: the model, the batch, SGD, the buckets and whether they overlap the backward pass.
 
     ``overlap=False`` launches every bucket after the backward pass ends (the same buckets, no hiding).
     ``iteration`` picks DDP's buckets (0: one bucket; later: rebuilt in ready order); the data is step 0's,
-    as in ``train.step``. ``slowdown={rank: factor}`` makes that rank's compute `factor` times slower (a straggler).
+    as in ``train.step``. ``slowdown={rank: factor}`` makes that rank's compute `factor` times slower (a
+    straggler). ``return_grad``: the result carries the synced flat gradient too.
     """
+    width: int = 512
+    layers: int = 2
+    batch: int = 32
+    algo: str = "ring"
+    lr: float = 0.1
+    seed: int = 0
+    bucket_bytes: int = bk.DEFAULT_BUCKET_BYTES
+    first_bucket_bytes: int | None = None
+    overlap: bool = True
+    iteration: int = 1
+    slowdown: dict | None = None
+    return_grad: bool = False
+
+    def __post_init__(self):
+        check_model(self.width, self.layers)
+        validate.whole(self.batch, "batch", 1, None, int_only=True)
+        validate.positive(self.lr, "lr")
+        validate.seed(self.seed)
+        bk.check_bucket_bytes(self.bucket_bytes, "bucket_bytes")
+        if self.first_bucket_bytes is not None:
+            bk.check_bucket_bytes(self.first_bucket_bytes, "first_bucket_bytes")
+        validate.whole(self.iteration, "iteration", 0, None)
+
+
+def overlapped_step(comm, config: OverlapConfig | None = None, **settings) -> dict:
+    """One data-parallel step with bucketed gradient all-reduces (the rank function): an ``OverlapConfig``,
+    or its fields as keywords."""
+    cfg = validate.config(OverlapConfig, config, settings)
+    width, layers, batch, algo, lr, seed = cfg.width, cfg.layers, cfg.batch, cfg.algo, cfg.lr, cfg.seed
+    bucket_bytes, first_bucket_bytes, overlap, iteration = (cfg.bucket_bytes, cfg.first_bucket_bytes, cfg.overlap,
+                                                            cfg.iteration)
+    slowdown, return_grad = cfg.slowdown, cfg.return_grad
     factor = float((slowdown or {}).get(comm.rank, 1.0))
     model = make_model(width, layers, seed)
     params = list(model.parameters())
     x, y = data.load("train")
-    idx = batch_indices(0, comm.rank, comm.world_size, batch, len(y), seed)
+    idx = batch_indices(0, comm.rank, comm.world_size, batch, n=len(y), seed=seed)
     prof = bk.backward_profile(width, layers, batch)
     plan = bk.plan(prof, bucket_bytes, first_bucket_bytes, iteration)
     ready_flops = bk.bucket_ready_flops(prof, plan)
@@ -138,7 +171,7 @@ def overlapped_step(comm, width: int = 512, layers: int = 2, batch: int = 32, al
     return out
 
 
-def pipeline_time(bucket_bytes: list[int], ready_s: list[float], compute_s: float, p: int, link,
+def pipeline_time(bucket_bytes: list[int], ready_s: list[float], compute_s: float, p: int, *, link,
                   optimizer_s: float = 0.0, overlap: bool = True) -> dict:
     """The alpha-beta prediction of a bucketed step: each bucket's ring all-reduce queued after its ready time.
 

@@ -35,25 +35,55 @@ class StepResult:
                 "clock": self.clock, **self.setup}
 
 
-def measure_step(ranks: int = 4, bandwidth="10Gbit/s", latency="5us", preset: str | None = None,
-                 width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring",
-                 device: str | Device = "cpu-core", efficiency: float = 0.5, emulate: bool = True,
-                 timeout: float = 120.0, bucket=None, overlap: bool = False) -> StepResult:
-    """One training step on `ranks` real ranks; virtual time unless ``emulate=False``.
+@dataclass(frozen=True, kw_only=True)
+class StepConfig:
+    """One step of chapter 1's experiment: the ranks, the network, the model, the device, buckets and overlap.
 
-    ``bucket`` (bytes, or "1M") and/or ``overlap=True``: DDP-style gradient buckets
-    (``netlab.dataparallel.overlap``), all-reduced during the backward pass when ``overlap`` is on, after it when
-    off; ``bucket=None`` with overlap is DDP's default (1 MiB first bucket, then 25 MiB). The result
-    then also has exposed_comm_s and overlap_frac, read from the trace (``netlab.observe.analysis``).
+    Frozen and keyword-only, checked when built (one ValueError naming the field), so a bad value
+    fails in the notebook, never on a rank. ``bucket`` (bytes, or "1M") and/or ``overlap=True``:
+    DDP-style gradient buckets (``netlab.dataparallel.overlap``), all-reduced during the backward pass
+    when ``overlap`` is on, after it when off; ``bucket=None`` with overlap is DDP's default (1 MiB
+    first bucket, then 25 MiB). ``emulate=False``: the wall clock, no emulated network.
     """
-    pool.check_ranks(ranks)
-    train.check_model(width, layers)
-    try:
-        samples = data.size("train")            # ranks x batch must fit in the training set
-    except FileNotFoundError:
-        samples = 1 << 20
-    validate.whole(batch, "batch", 1, max(1, samples // ranks), int_only=True)
-    algo = collectives.resolve("allreduce", algo)[1]        # unknown algorithm: fail here, not on a rank
+    ranks: int = 4
+    bandwidth: object = "10Gbit/s"
+    latency: object = "5us"
+    preset: str | None = None
+    width: int = 512
+    layers: int = 2
+    batch: int = 32                     # samples per rank
+    algo: str = "ring"
+    device: str | Device = "cpu-core"
+    efficiency: float = 0.5
+    emulate: bool = True
+    timeout: float = 120.0
+    bucket: object = None
+    overlap: bool = False
+
+    def __post_init__(self):
+        pool.check_ranks(self.ranks)
+        train.check_model(self.width, self.layers)
+        try:
+            samples = data.size("train")            # ranks x batch must fit in the training set
+        except FileNotFoundError:
+            samples = 1 << 20
+        validate.whole(self.batch, "batch", 1, max(1, samples // self.ranks), int_only=True)
+        algo = collectives.resolve("allreduce", self.algo)[1]     # unknown algorithm: fail here, not on a rank
+        object.__setattr__(self, "algo", algo)
+
+
+def measure_step(config: StepConfig | None = None, **settings) -> StepResult:
+    """One training step on real ranks (``StepConfig``, or its fields as keywords); virtual time unless
+    ``emulate=False``.
+
+    With buckets or overlap (see ``StepConfig``) the result also has exposed_comm_s and overlap_frac,
+    read from the trace (``netlab.observe.analysis``).
+    """
+    cfg = validate.config(StepConfig, config, settings)
+    ranks, bandwidth, latency, preset = cfg.ranks, cfg.bandwidth, cfg.latency, cfg.preset
+    width, layers, batch, algo = cfg.width, cfg.layers, cfg.batch, cfg.algo
+    device, efficiency, emulate, timeout, bucket, overlap = (cfg.device, cfg.efficiency, cfg.emulate, cfg.timeout,
+                                                             cfg.bucket, cfg.overlap)
     if not launch.under_torchrun():
         shared.check_memory(ranks, memory.rank_bytes(train.grad_bytes(width, layers), 5, memory.LIGHT_RANK_BASE),
                              "this step")

@@ -8,10 +8,13 @@ of a single process exactly -- a test checks it.
 
 ``fit`` is the one training loop of the package: chapter 1's ``train`` and ``step``, compressed
 training, the parameter-server worker, the summation service and the all-reduce baseline all run
-it, and differ only in their sync object (``sync(comm, flat, step)``: a summed gradient, or fresh
-parameters from servers) and its arguments (stragglers, a worker's batch slice, an initial pull,
-stopping on a non-finite gradient). The optimizer is ``torch.optim``'s SGD (with momentum) or Adam.
-Left out: learning-rate schedules, gradient accumulation, mixed precision, checkpoints.
+it, and differ only in their sync object (a ``Sync``, ``sync.py``: ``sync(comm, flat, step)`` gives a
+summed gradient, or fresh parameters from servers), their ``FitConfig`` (one frozen object: model,
+batches, optimizer, evaluation, stopping on a non-finite gradient) and what varies per rank
+(stragglers, a worker's batch slice, an initial pull). The optimizer is ``torch.optim``'s SGD (with momentum) or Adam.
+Left out: learning-rate schedules, gradient accumulation, mixed precision, checkpoints. It is one
+file over 300 lines because it is one concept: the loop and what it is made of (the model, its
+batches, its optimizer, its config).
 
 Time: under an emulated network the forward/backward advance the virtual clock by their FLOPs
 (counted once per shape with ``torch.utils.flop_counter``) over the device's peak times its
@@ -20,6 +23,9 @@ take.
 
 Model size is the knob: two hidden layers of `width` give ~100 KB of fp32 gradients at width 128
 and ~50 MB at width 3500.
+
+One concept: the one training loop (``fit``) with its config and the pieces it alone uses (batches, the
+model's FLOPs, evaluation).
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ import contextlib
 import copy
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
@@ -36,7 +42,8 @@ nn = lazy("torch.nn", globals())
 vector_to_parameters = lazy("torch.nn.utils:vector_to_parameters", globals())
 FlopCounterMode = lazy("torch.utils.flop_counter:FlopCounterMode", globals())
 
-from .. import collectives, data, seeds, validate
+from .. import data, seeds, validate
+from .sync import AllReduce, Sync, as_sync  # noqa: F401  (Sync: train.Sync, the type fit takes)
 
 MIN_WIDTH, MAX_WIDTH = 8, 4096
 
@@ -120,7 +127,7 @@ def _count_step_flops(width: int, layers: int, batch: int) -> int:
     return counter.get_total_flops()
 
 
-def batch_indices(step: int, rank: int, world_size: int, batch: int, n: int, seed: int = 0) -> torch.Tensor:
+def batch_indices(step: int, rank: int, world_size: int, batch: int, *, n: int, seed: int = 0) -> torch.Tensor:
     """Rank `rank`'s `batch` samples of global batch `step` (world_size * batch samples, no overlap)."""
     per_epoch = n // (world_size * batch)
     if per_epoch == 0:
@@ -143,15 +150,7 @@ def set_flat_grad(model: nn.Module, flat: torch.Tensor) -> None:
         offset += n
 
 
-def allreduce_sync(algo: str = "ring"):
-    """The default gradient synchronization: sum the flat gradient with an all-reduce."""
-    def sync(comm, flat: torch.Tensor, step: int) -> torch.Tensor:
-        return collectives.allreduce(comm, flat, algo=algo)
-    sync.label = f"allreduce:{algo}"
-    return sync
-
-
-def local_step(comm, model, x, y, idx, global_batch: int, flops: int | None, seconds: float | None = None) -> float:
+def local_step(comm, model, x, y, *, idx, global_batch: int, flops: int | None, seconds: float | None = None) -> float:
     """Forward and backward on this rank's samples; returns its share of the global mean loss.
 
     Charged to the clock as `flops`, or as `seconds` when given (a straggler's stretched compute)."""
@@ -221,29 +220,73 @@ class Fit:
         return {k: list(self.history[k]) if rank == 0 else [] for k in keys}
 
 
-def fit(comm, *, steps: int | range = 100, width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1,
-        momentum: float = 0.0, optimizer: str = "sgd", seed: int = 0, sync=None, eval_every: int = 10,
-        model: nn.Module | None = None, initial: torch.Tensor | None = None, batch_slice=None, slow=None,
-        charge_optimizer: bool = True, stop_if_not_finite: bool = False, eval_from: int = 0) -> Fit:
+@dataclass(frozen=True, kw_only=True)
+class FitConfig:
+    """What ``fit`` trains and how: the model, the batches, the optimizer, when to evaluate and stop.
+
+    Frozen and keyword-only, checked when built (one ValueError naming the field), like
+    ``ps.config.Training`` and ``compress.config.TrainConfig``; ``FitConfig.like(cfg, ...)`` takes
+    the fields those share with it. What varies per rank or per step (the sync, a batch slice, a
+    straggler's slowdown, a starting model) goes to ``fit`` beside the config.
+    """
+    steps: int | range = 100            # a count, or the range of global steps this rank runs
+    width: int = 128
+    layers: int = 2
+    batch: int = 32                     # samples per rank per step
+    lr: float = 0.1
+    momentum: float = 0.0
+    optimizer: str = "sgd"              # "sgd" (momentum SGD) or "adam", torch.optim's
+    seed: int = 0
+    eval_every: int = 10                # rank 0 evaluates every this many steps from `eval_from`, and after
+    eval_from: int = 0                  # the last step; 0: never
+    charge_optimizer: bool = True       # charge the optimizer's FLOPs to the clock
+    stop_if_not_finite: bool = False    # stop when the synced gradient is not finite (the same on every rank)
+
+    def __post_init__(self):
+        if isinstance(self.steps, range):
+            if self.steps.step != 1 or self.steps.start < 0:
+                raise ValueError(f"steps: a range of global steps must count up by 1 from 0 or more, "
+                                 f"got {self.steps!r}")
+        else:
+            validate.whole(self.steps, "steps", 0, 10_000_000, int_only=True)
+        check_model(self.width, self.layers)
+        validate.whole(self.batch, "batch", 1, 1 << 20, int_only=True)
+        validate.positive(self.lr, "lr")
+        validate.number(self.momentum, "momentum", 0.0, 1.0)
+        validate.choice(self.optimizer, "optimizer", OPTIMIZERS)
+        validate.seed(self.seed)
+        validate.whole(self.eval_every, "eval_every", 0, None)
+        validate.whole(self.eval_from, "eval_from", 0, None)
+
+    @classmethod
+    def like(cls, source, **overrides) -> "FitConfig":
+        """The fields of `source` (a ``Training``, a ``TrainConfig``...) that this class has, then `overrides`."""
+        names = [f.name for f in fields(cls)]
+        taken = {k: getattr(source, k) for k in names if hasattr(source, k)}
+        return cls(**{**taken, **overrides})
+
+
+def fit(comm, config: FitConfig | None = None, *, sync=None, model: nn.Module | None = None,
+        initial: torch.Tensor | None = None, batch_slice=None, slow=None) -> Fit:
     """The data-parallel loop every chapter trains with: batch, forward/backward, sync, optimizer, evaluate.
 
-    sync: ``sync(comm, flat_grad, step)`` returns the summed gradient (default: ring all-reduce), or,
-    when ``sync.returns == "parameters"``, the fresh flat parameters (a parameter server's pull) and no
-    optimizer runs here; None leaves the model as it is. ``sync.region``, when set, labels the exchange.
-    optimizer: "sgd" (momentum SGD) or "adam", ``torch.optim``'s, charged as ``optimizer_flops``
-    (nothing when `charge_optimizer` is off). steps: a count, or the range of global steps this rank runs.
+    config: the model, batches, optimizer and evaluation (``FitConfig``; default: its defaults).
+    sync: a ``Sync`` (``netlab.dataparallel.sync``) or a plain function ``f(comm, flat_grad, step)``
+    that returns the summed gradient (default: ring all-reduce). When ``sync.returns == "parameters"``
+    it returns the fresh flat parameters (a parameter server's pull) and no optimizer runs here; None
+    leaves the model as it is. ``sync.region``, when set, labels the exchange.
     model / initial: start from this model / these flat parameters (default: ``make_model``).
     batch_slice(step) -> (position, ranks sharing the global batch); default (comm.rank, comm.world_size).
     slow(step) -> the compute-time multiplier of this rank (a straggler); default none.
-    stop_if_not_finite: stop when the synced gradient is not finite (the same on every rank).
-    Evaluation (rank 0's test accuracy, not charged to the clock) every `eval_every` steps counted from
-    `eval_from`, and after the last; 0: never.
+    Evaluation: rank 0's test accuracy, not charged to the clock.
     """
-    sync = sync or allreduce_sync("ring")
-    returns = getattr(sync, "returns", "gradient")
-    region = getattr(sync, "region", None)
-    if returns not in ("gradient", "parameters"):
-        raise ValueError(f"sync: returns must be 'gradient' or 'parameters', got {returns!r}")
+    cfg = validate.config(FitConfig, config, {})
+    sync = as_sync(sync)
+    returns, region = sync.returns, sync.region
+    steps, width, layers, batch, seed = cfg.steps, cfg.width, cfg.layers, cfg.batch, cfg.seed
+    eval_every = cfg.eval_every
+    lr, momentum, optimizer, eval_from = cfg.lr, cfg.momentum, cfg.optimizer, cfg.eval_from
+    charge_optimizer, stop_if_not_finite = cfg.charge_optimizer, cfg.stop_if_not_finite
     steps = range(steps) if isinstance(steps, int) else steps
     model = model if model is not None else make_model(width, layers, seed)
     x, y = data.load("train")
@@ -257,9 +300,9 @@ def fit(comm, *, steps: int | range = 100, width: int = 128, layers: int = 2, ba
     out = Fit(model, {"step": [], "time_s": [], "loss": [], "accuracy": []}, [], 0, None, None, None)
     for t in steps:
         i, n = batch_slice(t) if batch_slice else (comm.rank, comm.world_size)
-        idx = batch_indices(t, i, n, batch, len(y), seed)
+        idx = batch_indices(t, i, n, batch, n=len(y), seed=seed)
         seconds = compute_s * slow(t) if compute_s is not None else None
-        out.loss = local_step(comm, model, x, y, idx, n * batch, flops, seconds)
+        out.loss = local_step(comm, model, x, y, idx=idx, global_batch=n * batch, flops=flops, seconds=seconds)
         start = comm.now()
         with comm.region(region) if region else contextlib.nullcontext():
             got = sync(comm, flat_grad(model), t)
@@ -286,25 +329,25 @@ def fit(comm, *, steps: int | range = 100, width: int = 128, layers: int = 2, ba
     return out
 
 
-def step(comm, width: int = 512, layers: int = 2, batch: int = 32, algo: str = "ring", lr: float = 0.1,
+def step(comm, width: int = 512, layers: int = 2, batch: int = 32, *, algo: str = "ring", lr: float = 0.1,
          seed: int = 0, return_grad: bool = False) -> dict:
     """One data-parallel training step from a fresh model; the rank function behind ``netlab step``."""
-    res = fit(comm, steps=1, width=width, layers=layers, batch=batch, lr=lr, seed=seed, sync=allreduce_sync(algo),
-              eval_every=0)
+    res = fit(comm, FitConfig(steps=1, width=width, layers=layers, batch=batch, lr=lr, seed=seed, eval_every=0),
+              sync=AllReduce(algo))
     out = {"loss": res.loss, "comm_s": res.comm_s[0], "grad_bytes": res.grad.numel() * 4}
     if return_grad:
         out["grad"] = res.grad
     return out
 
 
-def train(comm, steps: int = 100, width: int = 128, layers: int = 2, batch: int = 32, lr: float = 0.1,
-          momentum: float = 0.9, seed: int = 0, sync=None, eval_every: int = 10) -> dict:
-    """Train for `steps` steps with momentum SGD; history of (step, clock, loss share, test accuracy).
+def train(comm, config: FitConfig | None = None, *, sync=None, **settings) -> dict:
+    """Train with momentum SGD (0.9 unless `settings` say otherwise); history of (step, clock, loss share,
+    test accuracy).
 
+    config, or ``FitConfig``'s fields as keywords (steps=100, width=128, batch=32, lr=0.1, eval_every=10, ...).
     `loss` is this rank's share of the global-batch loss: summed over ranks it is the global loss.
-
-    `sync(comm, flat_grad, step) -> flat_grad` sums gradients across ranks (default: ring all-reduce).
-    Evaluation is not charged to the clock: it is not part of training.
+    `sync(comm, flat_grad, step) -> flat_grad` sums gradients across ranks (a ``Sync`` or a plain function;
+    default: ring all-reduce). Evaluation is not charged to the clock: it is not part of training.
     """
-    return fit(comm, steps=steps, width=width, layers=layers, batch=batch, lr=lr, momentum=momentum, seed=seed,
-               sync=sync, eval_every=eval_every).history
+    cfg = validate.config(FitConfig, config, settings, momentum=0.9)
+    return fit(comm, cfg, sync=sync).history

@@ -18,8 +18,9 @@ starts a set of flows at t = 0 and runs them to completion, and returns a ``Resu
 
 Each takes the switch as a ``Congestion`` (the one description of a switch that ``netlab.network`` takes;
 ``INCAST``, ``RING``, ``FAILOVER`` and ``PLANES`` hold each experiment's defaults) and the NIC as a ``Link``.
-One module over 300 lines because the four experiments are one concept: they share the builder, the runner,
-the result type and the closed forms they are set beside.
+
+One concept: the four experiments share the builder, the runner, the result type and the closed forms they
+are set beside (one module over 300 lines).
 
 Transports are chapter 6's and UET's (``nscc``, ``rccc``); ``multipath`` is ``ecmp``, ``spray`` or
 ``reps``; ``trim`` makes every switch port trim instead of dropping. ECN: NSCC and RCCC get UEC

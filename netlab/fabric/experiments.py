@@ -14,6 +14,9 @@ the three are one concept: the same star, the same ``Run`` and the same checks o
 
 Defaults: 1500-byte packets, 25 us per link, so a 2-link path has a base RTT of 100 us plus
 serialization (Vasudevan's SAN RTTs were 100-700 us).
+
+One concept: chapter 6's experiments on the packet fabric, sharing one incast set-up (``Incast``) and one
+result type (``Run``).
 """
 from __future__ import annotations
 

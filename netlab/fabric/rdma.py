@@ -14,6 +14,8 @@ While a DCQCN sender is idle (everything sent, waiting for ACKs or a timeout) it
 are caught up when something reaches it (``engine.py`` explains; the result is the same).
 
 Left out: DCQCN's target-rate clamping option, NACK-triggered go-back-N, TIMELY/HPCC.
+
+One concept: rate-based senders, DCQCN and the ideal sender sharing one pacing and rate-timer machinery.
 """
 from __future__ import annotations
 

@@ -26,6 +26,9 @@ link with bit errors does: the setting under which Mathis et al.'s loss-throughp
 Left out on purpose: cut-through switching, multiple traffic classes sharing one scheduler beyond
 strict priority, WRED's averaged queue, PFC deadlock detection, pause quanta (a PAUSE holds until
 its RESUME, as switches that refresh XOFF do).
+
+One concept: a switch output port and the queueing disciplines that act on its one buffer (drop-tail,
+ECN, PFC).
 """
 from __future__ import annotations
 

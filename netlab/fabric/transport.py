@@ -11,7 +11,8 @@ from .nscc import NSCC
 from .rccc import RCCC
 from .rdma import DCQCN, Ideal, Paced
 from .sender import RTO_MAX, RTO_MIN, Sender
-from .tcp import DCTCP, LINUX, Cubic, Reno
+from .linux_tcp import LINUX
+from .tcp import DCTCP, Cubic, Reno
 
 __all__ = ["DCQCN", "DCTCP", "NSCC", "RCCC", "RTO_MAX", "RTO_MIN", "TRANSPORTS", "UNORDERED", "Cubic", "Ideal",
            "Paced", "Reno", "Sender", "flow_class", "make", "takes_window"]
@@ -38,7 +39,7 @@ def takes_window(name: str) -> bool:
 
 def make(name: str, flow, rto_min: float = RTO_MIN, linux: bool = False, *, tick: float = 0.0, **kw) -> Sender:
     """A sender of transport ``name`` for ``flow``. ``linuxnet.linux``: the Linux kernel's profile of a TCP sender
-    (``tcp.LinuxTCP``: RACK, tail loss probes, the kernel's RTO), with its timers kept in ``tick``s
+    (``linux_tcp.LinuxTCP``: RACK, tail loss probes, the kernel's RTO), with its timers kept in ``tick``s
     (s, 1/HZ; 0: exact; without ``linuxnet.linux`` it has no effect). For reno, cubic and dctcp only."""
     try:
         cls = TRANSPORTS[name]

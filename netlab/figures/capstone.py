@@ -1,6 +1,7 @@
-"""The capstone's figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
+"""The capstone's figure, in the package's one shape (``figures.common``: the curves first, the axes
+keyword-only, else a new pyplot-free figure; the figure returned).
 
-``scaling``: predicted scaling efficiency against the number of devices, one line per set of choices,
+``predicted_efficiency``: predicted scaling efficiency against the number of devices, one line per set of choices,
 each with its own colour, marker and line style (the first in the ring's look of ``figures.common``), with
 published results as stars. Left out: error bars (the prediction is a closed form; its assumptions are
 stated in ``netlab.codesign.capstone``).
@@ -10,17 +11,17 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.ticker import ScalarFormatter
 
-from .common import algorithm_style, log_grid
+from .common import algorithm_style, axes_or_new, log_grid
 
 # one look per curve: colour, marker and line all differ, so two curves never share a legend entry's look
 STYLES = (algorithm_style("ring"), {"color": "#7f7f7f", "marker": "s", "linestyle": "--"},
           {"color": "#2ca02c", "marker": "^", "linestyle": ":"}, {"color": "#9467bd", "marker": "D", "linestyle": "-."})
 
 
-def scaling(fig: Figure, curves: dict, published: list[tuple[int, float, str]] = (),
-            title: str = "predicted scaling efficiency") -> Figure:
+def predicted_efficiency(curves: dict, published: list[tuple[int, float, str]] = (), *, ax=None,
+                         title: str = "predicted scaling efficiency") -> Figure:
     """`curves`: {label: ([devices], [efficiency])}; `published`: [(devices, efficiency, label)]."""
-    ax = fig.add_subplot(1, 1, 1)
+    fig, ax = axes_or_new(ax, (6, 3.4))
     for k, (label, (devices, eff)) in enumerate(curves.items()):
         ax.plot(devices, [e * 100 for e in eff], label=label, **STYLES[k % len(STYLES)])
     for devices, eff, label in published:

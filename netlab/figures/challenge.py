@@ -10,7 +10,7 @@ import io
 
 from .common import COLORS, axes_or_new
 
-KIND_COLOR = {"nic": COLORS["send"], "fabric": "#8172b2", "intra": COLORS["recv"], "pcie": "#937860"}
+KIND_COLOR = {"nic": COLORS["comm"], "fabric": COLORS["compression"], "intra": COLORS["recv"], "pcie": COLORS["pcie"]}
 
 
 def link_bars(links: list[dict]) -> list[tuple[str, str, float]]:
@@ -25,7 +25,7 @@ def link_bars(links: list[dict]) -> list[tuple[str, str, float]]:
     return bars
 
 
-def utilisation(links: list[dict], title: str = "", ax=None):
+def utilisation(links: list[dict], *, ax=None, title: str = ""):
     """Bars of each link's utilisation (%); returns the figure."""
     bars = link_bars(links)
     fig, ax = axes_or_new(ax, figsize=(6.4, 0.22 * len(bars) + 1.0))
@@ -44,8 +44,6 @@ def utilisation(links: list[dict], title: str = "", ax=None):
 
 def png_bytes(fig) -> bytes:
     """The figure as PNG bytes with no metadata (the same figure gives the same bytes)."""
-    import matplotlib.pyplot as plt
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80, metadata={"Software": None})
-    plt.close(fig)
     return buf.getvalue()

@@ -1,7 +1,8 @@
 """Chapter 2's figures: the ring's chunks rank by rank, and collective time against message size and
 against world size (markers measured, lines formula), one style per algorithm (``common.ALGORITHMS``).
 
-Each function draws into given Axes (or a new figure) and returns the figure. Left out: the runs
+Each function has the package's one shape (``figures.common``): the rows first, the axes keyword-only
+(else a new pyplot-free figure), the figure returned. Left out: the runs
 that measure the rows (``netlab.collectives.experiments``).
 """
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from .common import algorithm_style, axes_or_new, label_lines, log_grid
 
 
-def contributions(grid, ax=None, title: str = ""):
+def contributions(grid, *, ax=None, title: str = ""):
     """A ranks x chunks grid: which ranks' data each rank holds in each chunk (chapter 2's ring).
 
     `grid[r][c]` is a bitmask of contributing ranks (rank i put 2**i into every element).
@@ -33,7 +34,7 @@ def contributions(grid, ax=None, title: str = ""):
     return fig
 
 
-def time_vs_size(rows: list[dict], ax=None, crossovers: dict | None = None):
+def time_vs_size(rows: list[dict], *, ax=None, crossovers: dict | None = None):
     """Collective time against message size: markers measured, lines formula, labelled at their ends.
 
     Algorithms whose costs coincide (ring and naive on 2 ranks; tree and halving-doubling at some
@@ -65,7 +66,7 @@ def time_vs_size(rows: list[dict], ax=None, crossovers: dict | None = None):
     return fig
 
 
-def time_vs_ranks(rows: list[dict], ax=None, title: str = "a small all-reduce on more and more ranks"):
+def time_vs_ranks(rows: list[dict], *, ax=None, title: str = "a small all-reduce on more and more ranks"):
     """Collective time against world size, one line per algorithm (markers measured, lines formula)."""
     fig, ax = axes_or_new(ax, (8, 3.8))
     ends = {}

@@ -4,16 +4,34 @@ this package's other modules, one per subject).
 Kept across chapters: one colour, marker and line style per collective algorithm (``ALGORITHMS``)
 and per compression method (``METHODS``: a hue per family -- blues for quantizers, greens for
 sparsifiers, purples for low rank -- and the fp32 baseline always black, dashed); compute, sending,
-receiving and waiting in the same colours (``COLORS``); lines labelled at their right end
-(``label_lines``) or small multiples instead of long legends; log axes gridded alike (``log_grid``);
-margins in inches (``margins``); a unit on every axis. Left out: any figure, and any pyplot state
-beyond making a new figure when a caller passes no axes (``axes_or_new``).
+receiving and waiting in the same colours on every timeline and bar (``COLORS``: one colour for one
+meaning in every chapter); lines labelled at their right end (``label_lines``) or small multiples
+instead of long legends; log axes gridded alike (``log_grid``); margins in inches (``margins``); a unit
+on every axis. Left out: any figure, and pyplot: a figure is a ``matplotlib.figure.Figure`` with its
+own Agg canvas (``figure``), never registered with pyplot, so a notebook or a panel's thread leaks none.
+
+Every figure function of this package has one shape::
+
+    noun(data, *, ax=None, **options) -> Figure     # draws one axes
+    noun(data, *, fig=None, **options) -> Figure    # lays out several axes (a Figure or a SubFigure)
+
+``data`` is what an experiment returned (a result, its rows, a trace; at most two positional
+arguments); the target is keyword-only and, when omitted, a new figure (``axes_or_new``,
+``figure_or_new``); every option is keyword-only; the figure drawn on is returned and never shown.
 """
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-COLORS = {"compute": "#4c72b0", "send": "#dd8452", "recv": "#55a868", "idle": "#dddddd"}
+# One colour per meaning on every timeline, split and bar of the lab (chapters 1, 3, 7, the challenge):
+# communication is orange whether a rank sends, pushes or all-reduces; receiving green; waiting grey.
+COLORS = {"compute": "#4c72b0", "comm": "#dd8452", "send": "#dd8452", "recv": "#55a868", "idle": "#dddddd",
+          "hot": "#c44e52", "compression": "#8172b2", "pcie": "#937860",
+          # a switch port's queue (chapters 6 and 9), a rate delivered over time, a topology's bottleneck link
+          "queue": "#d62728", "rate": "#1f77b4", "bottleneck": "#d62728"}
+# traffic patterns (chapter 8): the ring in its chapter 2 colour (ALGORITHMS), the all-to-all red
+PATTERNS = {"ring all-reduce": "#1f77b4", "all-to-all": "#d62728", "all-to-all, pairwise": "#ff9896"}
 
 # collective algorithms: (colour, marker, line style); algorithms with equal costs never look alike
 ALGORITHMS = {
@@ -81,19 +99,33 @@ def log_grid(ax, x: bool = True, y: bool = True) -> None:
     ax.grid(alpha=0.12, which="minor")
 
 
-def margins(fig, left: float, right: float, bottom: float, top: float, **spacing) -> None:
-    """Subplot margins in inches (whatever the figure's size): a fixed layout instead of tight_layout,
-    whose measuring pass costs a whole draw. `spacing`: wspace/hspace, as subplots_adjust takes them."""
+def margins(fig, box: tuple[float, float, float, float], **spacing) -> None:
+    """Subplot margins in inches (whatever the figure's size), box = (left, right, bottom, top): a fixed
+    layout instead of tight_layout, whose measuring pass costs a whole draw. `spacing`: wspace/hspace,
+    as subplots_adjust takes them."""
+    left, right, bottom, top = box
     w, h = fig.get_size_inches()
     fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h, **spacing)
 
 
+def figure(width: float, height: float) -> Figure:
+    """A figure outside pyplot (safe on any thread, never kept by pyplot), with its own Agg canvas."""
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_or_new(fig, figsize):
+    """The given Figure or SubFigure, or a new pyplot-free figure of `figsize` inches."""
+    return figure(*figsize) if fig is None else fig
+
+
 def axes_or_new(ax, figsize):
-    """(figure, axes): the given axes and its figure, or a new pyplot figure of `figsize` inches."""
+    """(figure, axes): the given axes and its figure, or a new pyplot-free figure of `figsize` inches."""
     if ax is not None:
         return ax.figure, ax
-    fig, ax = plt.subplots(figsize=figsize)
-    return fig, ax
+    fig = figure(*figsize)
+    return fig, fig.subplots()
 
 
 def below(ax, inches: float) -> float:

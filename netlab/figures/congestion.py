@@ -1,5 +1,6 @@
-"""Chapter 6's figures, each drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state,
-so a widget callback may draw them on any thread): an incast run (per-flow rates, the queue, drops,
+"""Chapter 6's figures, in the package's one shape (``figures.common``: the run first, the axes or figure
+keyword-only, else a new pyplot-free figure, so a widget callback may draw them on any thread; the
+figure returned): an incast run (per-flow rates, the queue, drops,
 marks and pauses), step-time distributions, the PFC victim, DCTCP's sawtooth and DCQCN's stability.
 Left out: running the scenarios (``netlab.fabric``)."""
 from __future__ import annotations
@@ -7,12 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..fabric.experiments import rates
+from .common import COLORS, axes_or_new, figure_or_new
 
 GBIT = 1e9 / 8
 
 
-def draw_run(fig, run, title: str = "", bins: int = 80, max_flows: int = 16):
+def incast_run(run, *, fig=None, title: str = "", bins: int = 80, max_flows: int = 16):
     """Top: each flow's delivered rate over time; bottom: the bottleneck's queue (KB)."""
+    fig = figure_or_new(fig, (10, 4.6))
     ax_rate, ax_q = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     end = run.fabric.now
     link = run.port.rate
@@ -22,7 +25,7 @@ def draw_run(fig, run, title: str = "", bins: int = 80, max_flows: int = 16):
     ax_rate.set_ylabel("flow rate / link")
     ax_rate.set_ylim(0, 1.05)
     t, q = run.queue()
-    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.8, color="C3")
+    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.8, color=COLORS["queue"])
     if run.port.buffer:
         ax_q.axhline(run.port.buffer / 1e3, ls="--", color="k", lw=0.7, label="buffer")
     if run.port.ecn is not None:
@@ -36,9 +39,9 @@ def draw_run(fig, run, title: str = "", bins: int = 80, max_flows: int = 16):
     return fig
 
 
-def draw_step_times(fig, results: dict):
+def step_time_cdf(results: dict, *, ax=None):
     """The distribution (CDF) of round times per transport, log time axis, with p50/p99 marked."""
-    ax = fig.subplots()
+    fig, ax = axes_or_new(ax, (9, 3.2))
     for i, (name, r) in enumerate(results.items()):
         times = np.sort(r["times"]) * 1e3
         ax.step(times, np.arange(1, len(times) + 1) / len(times), where="post", color=f"C{i}",
@@ -52,10 +55,10 @@ def draw_step_times(fig, results: dict):
     return fig
 
 
-def draw_victim(fig, runs: dict, flow: int = 0):
+def victim_rate(runs: dict, *, ax=None, flow: int = 0):
     """F1's rate over time in each run (e.g. {'PFC on': run, 'PFC off': run}), with the incast shaded
     from its first flow's start to its last byte's arrival (or the run's end, if it is still draining)."""
-    ax = fig.subplots()
+    fig, ax = axes_or_new(ax, (9, 3))
     for i, (name, run) in enumerate(runs.items()):
         f = run.flows[flow]
         t, r = rates(f, 0, run.fabric.now, 120)
@@ -74,9 +77,9 @@ def draw_victim(fig, runs: dict, flow: int = 0):
     return fig
 
 
-def draw_sawtooth(fig, run, ref: dict, start: float = 0.005):
+def sawtooth(run, ref: dict, *, ax=None, start: float = 0.005):
     """DCTCP's queue (packets) with the analysis' Q_min, Q_max and K."""
-    ax = fig.subplots()
+    fig, ax = axes_or_new(ax, (9, 3))
     t, q = run.queue()
     keep = t >= start
     ax.step(t[keep] * 1e3, q[keep] / 1500, where="post", lw=0.7)
@@ -88,10 +91,11 @@ def draw_sawtooth(fig, run, ref: dict, start: float = 0.005):
     return fig
 
 
-def draw_fluid(fig, runs: dict, steady: float | None = None):
+def fluid_queues(runs: dict, *, fig=None, steady: float | None = None):
     """DCQCN fluid runs: queue (KB) over time, one line per label. With ``steady`` (s), a second panel
     shows the runs from that time on with its own y axis, so an oscillation of tens of KB is not
     flattened by the start-up transient's thousands."""
+    fig = figure_or_new(fig, (10, 3.2))
     axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]}) if steady is not None else [fig.subplots()]
     for ax in axes:
         for i, (name, run) in enumerate(runs.items()):
@@ -103,4 +107,18 @@ def draw_fluid(fig, runs: dict, steady: float | None = None):
     if steady is not None:
         axes[1].set_title(f"after {steady * 1e3:g} ms, its own scale", fontsize=9)
     axes[-1].legend(fontsize=7)
+    return fig
+
+
+def goodput_vs_senders(rows, *, ax=None):
+    """Goodput against the number of senders, one line per RTOmin: rows of (senders, rto_min s, summary)."""
+    fig, ax = axes_or_new(ax, (7, 3))
+    senders = list(dict.fromkeys(n for n, _, _ in rows))
+    for rto, style in zip(dict.fromkeys(r for _, r, _ in rows), ("-o", "-s", "-^", "-v")):
+        ax.plot(senders, [s["goodput_Bps"] * 8 / 1e6 for _, r, s in rows if r == rto], style,
+                label=f"RTOmin {rto * 1e3:g} ms")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("senders N")
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax.legend()
     return fig

@@ -1,10 +1,13 @@
-"""Chapter 9's figures, each drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state): the load
+"""Chapter 9's figures, in the package's one shape (``figures.common``: the runs first, the axes or figure
+keyword-only, else a new pyplot-free figure; the figure returned): the load
 on every switch-to-switch link, a port's queue over time, the bytes delivered over time around a failure,
 planes against one link, what the headers cost at each MTU, and the panel's three views in one.
 Left out: running the experiments (``netlab.fabric.ethernet``)."""
 from __future__ import annotations
 
 import numpy as np
+
+from .common import COLORS, axes_or_new, figure_or_new
 
 SCHEMES = {"ecmp": "#7f7f7f", "spray": "#1f77b4", "reps": "#2ca02c"}
 TRANSPORTS = {"reno": "#d62728", "dctcp": "#ff7f0e", "dcqcn": "#9467bd", "ideal": "#333333", "cubic": "#8c564b",
@@ -18,9 +21,10 @@ def _colour(name: str, i: int) -> str:
     return f"C{i}"
 
 
-def link_load(ax, run, title: str = "", unit: float | None = None, kind: str = "fabric") -> None:
+def link_load(run, *, ax=None, title: str = "", unit: float | None = None, kind: str = "fabric"):
     """Bars: bytes each switch-to-switch link carried (``kind='nic'``: each host link, both directions),
     busiest first, in blocks (one flow's bytes)."""
+    fig, ax = axes_or_new(ax, (5, 2.8))
     carried = run.path_bytes() if kind == "fabric" else run.network.link_bytes(kind)
     loads = np.array(sorted(carried.values(), reverse=True), dtype=float)
     unit = unit or (run.payload / max(len(run.flows), 1))
@@ -31,18 +35,20 @@ def link_load(ax, run, title: str = "", unit: float | None = None, kind: str = "
                   f"{len(loads)} host links (one switch), busiest first")
     if len(loads):
         ax.set_title(f"{title}: busiest {loads[0] / unit:.2f}, mean {loads.mean() / unit:.2f}", fontsize=9)
+    return fig
 
 
-def draw_link_load(fig, runs: dict):
+def link_loads(runs: dict, *, fig=None):
     """Small multiples of ``link_load``, one per run, on one y scale (a flow's bytes = 1)."""
+    fig = figure_or_new(fig, (10, 2.8))
     axes = fig.subplots(1, len(runs), sharey=True, squeeze=False)[0]
     for ax, (name, run) in zip(axes, runs.items()):
-        link_load(ax, run, name)
+        link_load(run, ax=ax, title=name)
     axes[0].set_ylabel("bytes carried / one flow's")
     return fig
 
 
-def queue(ax, runs: dict, port: str | None = None) -> None:
+def _queue(ax, runs: dict, port: str | None = None) -> None:
     for i, (name, run) in enumerate(runs.items()):
         t, q = run.queue(port)
         ax.step(t * 1e3, q / 1e3, where="post", lw=0.9, label=name, color=_colour(name, i))
@@ -51,10 +57,10 @@ def queue(ax, runs: dict, port: str | None = None) -> None:
     ax.legend(fontsize=7, loc="upper right")
 
 
-def draw_queues(fig, runs: dict, title: str = ""):
+def queue_over_time(runs: dict, *, ax=None, title: str = ""):
     """The bottleneck's queue over time for each run; the first run's buffer dashed."""
-    ax = fig.subplots()
-    queue(ax, runs)
+    fig, ax = axes_or_new(ax, (9, 2.8))
+    _queue(ax, runs)
     first = next(iter(runs.values()))
     if first.port.buffer:
         ax.axhline(first.port.buffer / 1e3, ls="--", color="k", lw=0.7)
@@ -73,9 +79,9 @@ def delivered(run, bins: int = 200):
     return (edges[:-1] + edges[1:]) / 2, np.diff(total) / np.diff(edges)
 
 
-def draw_delivery(fig, runs: dict, line_rate: float, at: float | None = None, title: str = ""):
+def delivery_over_time(runs: dict, *, ax=None, line_rate: float, at: float | None = None, title: str = ""):
     """What every flow together delivered over time, as a fraction of `line_rate`; `at`: a failure."""
-    ax = fig.subplots()
+    fig, ax = axes_or_new(ax, (9, 2.8))
     for i, (name, run) in enumerate(runs.items()):
         t, r = delivered(run)
         ax.plot(t * 1e3, r / line_rate, lw=1.0, label=f"{name} (ends {run.completion_s * 1e3:.1f} ms)",
@@ -91,9 +97,9 @@ def draw_delivery(fig, runs: dict, line_rate: float, at: float | None = None, ti
     return fig
 
 
-def draw_planes(fig, rows: dict):
+def plane_bars(rows: dict, *, ax=None):
     """Horizontal bars: each setup's busbw as a fraction of the NIC's whole rate."""
-    ax = fig.subplots()
+    fig, ax = axes_or_new(ax, (8, 2.4))
     names = list(rows)
     values = [rows[n] for n in names]
     ax.barh(np.arange(len(names)), values, color=[_colour(n, i) for i, n in enumerate(names)])
@@ -106,9 +112,9 @@ def draw_planes(fig, rows: dict):
     return fig
 
 
-def draw_framing(fig, table: dict):
+def framing_efficiency(table: dict, *, ax=None):
     """Payload / wire bytes per full packet against the MTU, one line per stack: {stack: (mtus, efficiency)}."""
-    ax = fig.subplots()
+    fig, ax = axes_or_new(ax, (6, 2.6))
     for i, (stack, (mtus, eff)) in enumerate(table.items()):
         ax.plot(mtus, np.asarray(eff) * 100, marker="o", lw=1, label=stack, color=f"C{i}")
     ax.set_xscale("log")
@@ -120,23 +126,24 @@ def draw_framing(fig, table: dict):
     return fig
 
 
-def draw_panel(fig, run, title: str = ""):
+def fabric_run(run, *, fig=None, title: str = ""):
     """Chapter 9's panel: per-link load (left; on one switch, its host links'), the bottleneck's queue and the
     delivered rate (right)."""
+    fig = figure_or_new(fig, (10, 4.4))
     grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.3])
     ax_load = fig.add_subplot(grid[:, 0])
-    link_load(ax_load, run, "per-link load", kind="fabric" if run.path_bytes() else "nic")   # one switch: its ports
+    link_load(run, ax=ax_load, title="per-link load", kind="fabric" if run.path_bytes() else "nic")   # one switch: its ports
     ax_load.set_ylabel("bytes carried / one flow's")
     ax_q = fig.add_subplot(grid[0, 1])
     t, q = run.queue()
-    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.9, color="C3")
+    ax_q.step(t * 1e3, q / 1e3, where="post", lw=0.9, color=COLORS["queue"])
     if run.port.buffer:
         ax_q.axhline(run.port.buffer / 1e3, ls="--", color="k", lw=0.7)
     ax_q.set_ylabel("queue (KB)")
     ax_q.set_title(f"busiest port: {run.bottleneck}", fontsize=8)
     ax_r = fig.add_subplot(grid[1, 1], sharex=ax_q)
     tt, r = delivered(run, 100)
-    ax_r.plot(tt * 1e3, r / run.port.rate, lw=1.0, color="C0")
+    ax_r.plot(tt * 1e3, r / run.port.rate, lw=1.0, color=COLORS["rate"])
     ax_r.set_ylim(0, None)
     ax_r.set_ylabel("delivered / one link")
     ax_r.set_xlabel("time (ms)")

@@ -1,6 +1,7 @@
-"""Chapter 8's model-parallelism figure, drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
+"""Chapter 8's model-parallelism figure, in the package's one shape (``figures.common``: the runs first,
+the figure keyword-only, else a new pyplot-free one; the figure returned).
 
-``step_time_vs_bandwidth``: one step of data, tensor and pipeline parallelism against the network's
+``modes_vs_bandwidth``: one step of data, tensor and pipeline parallelism against the network's
 bandwidth (left, every point a run) and the bytes each sends per step (right). Left out: running
 the steps (``netlab.codesign.parallel.measure``).
 """
@@ -8,14 +9,15 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from .common import label_lines, log_grid, margins
+from .common import figure_or_new, label_lines, log_grid, margins
 
 STYLE = {"dp": ("data parallel", "#1f77b4", "o", "-"), "tp": ("tensor parallel", "#d62728", "s", "--"),
          "pp": ("pipeline parallel", "#2ca02c", "^", "-.")}
 
 
-def step_time_vs_bandwidth(fig: Figure, runs: dict) -> Figure:
+def modes_vs_bandwidth(runs: dict, *, fig=None) -> Figure:
     """runs: mode ("dp", "tp", "pp") -> its ``ParallelResult``s at several bandwidths (same model, batch, ranks)."""
+    fig = figure_or_new(fig, (10, 3.4))
     left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     lines = {}
     for mode, results in runs.items():
@@ -39,5 +41,5 @@ def step_time_vs_bandwidth(fig: Figure, runs: dict) -> Figure:
     right.set_ylabel("bytes sent per step, all ranks (MB)")
     right.set_title("traffic (any bandwidth)")
     right.grid(alpha=0.3, axis="y")
-    margins(fig, 0.7, 0.2, 0.6, 0.35, wspace=0.75)
+    margins(fig, (0.7, 0.2, 0.6, 0.35), wspace=0.75)
     return fig

@@ -1,20 +1,21 @@
 """Chapter 1's figures: one training step on a per-rank timeline, its compute/communication split, and
 throughput and scaling efficiency against node count.
 
-Each function draws into given Axes (or a new figure) and returns the figure, so a widget panel can
-redraw into one Output without leaking figures (important on a 2 GB Binder). Left out: running the
-step (``netlab.dataparallel.step``); the colours are ``common.COLORS``.
+Each function has the package's one shape (``figures.common``): the data first, the axes or figure
+to draw on keyword-only (else a new pyplot-free figure), and the figure returned, so a widget panel
+can redraw into one Output without leaking figures (important on a 2 GB Binder). Left out: running
+the step (``netlab.dataparallel.step``); the colours are ``common.COLORS``.
 """
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 from matplotlib.collections import PolyCollection
+from matplotlib.patches import Rectangle
 
 from ..runtime.trace import Trace
-from .common import COLORS, axes_or_new, below, time_unit
+from .common import COLORS, axes_or_new, below, figure_or_new, time_unit
 
 
-def timeline(trace: Trace, ax=None, title: str | None = None, span_s: float | None = None,
+def timeline(trace: Trace, *, ax=None, title: str | None = None, span_s: float | None = None,
              step: tuple[float, float] | None = None):
     """One row per rank: compute (blue), sending (orange, upper half), receiving (green, lower half).
 
@@ -54,8 +55,8 @@ def timeline(trace: Trace, ax=None, title: str | None = None, span_s: float | No
         compute_s, comm_s = step
         total, y = compute_s + comm_s, -1.3
         for start, length, colour, name in ((0, compute_s, COLORS["compute"], "compute"),
-                                             (compute_s, comm_s, COLORS["send"], "communication")):
-            drawn.append(ax.add_patch(plt.Rectangle((start * factor, y - 0.45), length * factor, 0.9,
+                                             (compute_s, comm_s, COLORS["comm"], "communication")):
+            drawn.append(ax.add_patch(Rectangle((start * factor, y - 0.45), length * factor, 0.9,
                                                     color=colour, zorder=1)))
             if total and length / (span_s or total) > 0.12:          # room for the words
                 drawn.append(ax.text((start + length / 2) * factor, y, f"{name} {length / total:.0%}",
@@ -67,7 +68,7 @@ def timeline(trace: Trace, ax=None, title: str | None = None, span_s: float | No
     ax.set_yticks(ticks, labels)
     ax.set_xlabel(f"{'virtual' if trace.virtual else 'wall'} time ({unit})")
     if ax.get_legend() is None:
-        handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[k]) for k in ("compute", "send", "recv", "idle")]
+        handles = [Rectangle((0, 0), 1, 1, color=COLORS[k]) for k in ("compute", "send", "recv", "idle")]
         ax.legend(handles, ["compute", "sending", "receiving", "waiting"], loc="upper center",
                   bbox_to_anchor=(0.5, -below(ax, 0.42)), ncol=4, frameon=False)
     ax.set_title(title or "per-rank timeline")
@@ -76,7 +77,7 @@ def timeline(trace: Trace, ax=None, title: str | None = None, span_s: float | No
     return fig
 
 
-def breakdown(compute_s: float, comm_s: float, ax=None, title: str = "one training step",
+def breakdown(compute_s: float, comm_s: float, *, ax=None, title: str = "one training step",
               span_s: float | None = None):
     """A single horizontal bar: compute then communication, with the share of each (span_s: as timeline's)."""
     own = ax is None
@@ -86,7 +87,7 @@ def breakdown(compute_s: float, comm_s: float, ax=None, title: str = "one traini
     factor, unit = time_unit(span_s)
     ax.set_xlim(0, span_s * factor)
     ax.barh([0], [compute_s * factor], color=COLORS["compute"], label=f"compute {compute_s / total:.0%}" if total else "compute")
-    ax.barh([0], [comm_s * factor], left=[compute_s * factor], color=COLORS["send"],
+    ax.barh([0], [comm_s * factor], left=[compute_s * factor], color=COLORS["comm"],
             label=f"communication {comm_s / total:.0%}" if total else "communication")
     ax.set_yticks([])
     ax.set_xlabel(f"time ({unit})")
@@ -97,12 +98,10 @@ def breakdown(compute_s: float, comm_s: float, ax=None, title: str = "one traini
     return fig
 
 
-def scaling(rows: list[dict], axes=None):
+def throughput_scaling(rows: list[dict], *, fig=None):
     """Throughput and scaling efficiency against node count, one line per bandwidth."""
-    if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    else:
-        fig = axes[0].figure
+    fig = figure_or_new(fig, (10, 3.6))
+    axes = fig.subplots(1, 2)
     for bw in dict.fromkeys(r["bandwidth"] for r in rows):
         sub = [r for r in rows if r["bandwidth"] == bw]
         ranks = [r["ranks"] for r in sub]

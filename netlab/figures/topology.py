@@ -1,5 +1,6 @@
 """Chapter 5's figures: a Topology with each link coloured by its load and its bottleneck link marked
-(``draw``), and busbw against scale for several fabric designs (``scaling_plot``).
+(``draw``), and busbw against scale for several fabric designs (``busbw_scaling``), in the package's one
+shape (``figures.common``: the data first, the axes keyword-only, else a new pyplot-free figure).
 
     draw(topo)                                  # structure only
     draw(topo, load=result.utilization, highlight=result.bottleneck)
@@ -16,22 +17,23 @@ from __future__ import annotations
 
 import textwrap
 
-import matplotlib.pyplot as plt
+import matplotlib
 import numpy as np
 from matplotlib.collections import LineCollection
+from matplotlib.colors import Normalize
 
 from ..net.topology import KINDS, Topology
-from .common import label_lines, log_grid
+from .common import COLORS, figure_or_new, label_lines, log_grid
 
 STYLE = {"switch": ("s", 46, "#4c4c4c"), "host": ("D", 14, "#8c8c8c"), "nic": ("v", 12, "#8c8c8c"),
          "accelerator": ("o", 18, "#1f77b4")}
 
 
-def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int | None = None,
+def draw(topo: Topology, load: np.ndarray | None = None, *, ax=None, highlight: int | None = None,
          title: str | None = None, max_endpoints: int = 256, cmap: str = "plasma", vmax: float | None = None):
     """Draw `topo`; `load` (E,) per directed link (utilization 0..1 by default); returns the figure."""
     if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 4.2 if not topo.direct else 6))
+        ax = figure_or_new(None, (10, 4.2 if not topo.direct else 6)).subplots()
     fig = ax.figure
     nodes = topo.graph.nodes
     pos = np.array([nodes[v]["pos"] for v in range(topo.graph.number_of_nodes())])     # (V, 2)
@@ -60,7 +62,7 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
         kinds = np.concatenate([kinds[~wrap], kinds[wrap], kinds[wrap]])
         if value is not None:
             value = np.concatenate([value[~wrap], value[wrap], value[wrap]])
-    norm = plt.Normalize(0.0, vmax if vmax is not None else (1.0 if value is None else max(1.0, value.max())))
+    norm = Normalize(0.0, vmax if vmax is not None else (1.0 if value is None else max(1.0, value.max())))
     widths = np.where(kinds == KINDS.index("intra"), 0.6, 1.2 if len(segments) < 2000 else 0.5)
     if value is None:
         lc = LineCollection(segments, colors="#b0b0b0", linewidths=widths, zorder=1)
@@ -79,7 +81,7 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
             hidden = np.flatnonzero(~(shown[topo.link_src] & shown[topo.link_dst]))
             np.maximum.at(host_load, topo.link_src[hidden], load[hidden])
             np.maximum.at(host_load, topo.link_dst[hidden], load[hidden])
-            c = plt.get_cmap(cmap)(norm(host_load[sel]))
+            c = matplotlib.colormaps[cmap](norm(host_load[sel]))
         ax.scatter(pos[sel, 0], pos[sel, 1], marker=marker, s=size if len(pos) < 1500 else size / 3, c=c,
                    zorder=2, edgecolors="none")
     if highlight is not None and highlight >= 0:
@@ -88,12 +90,12 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
         if topo.direct and np.linalg.norm(ends[1] - ends[0]) > 1.5:          # a wrap-around link: its stubs
             out = -0.35 * (ends[1] - ends[0]) / np.linalg.norm(ends[1] - ends[0])
             for p0, d in ((ends[0], out), (ends[1], -out)):
-                ax.plot(*np.stack([p0, p0 + d]).T, color="#d62728", linewidth=3.5, zorder=3)
+                ax.plot(*np.stack([p0, p0 + d]).T, color=COLORS["bottleneck"], linewidth=3.5, zorder=3)
         elif shown[u] and shown[v]:
-            ax.plot(*ends.T, color="#d62728", linewidth=3.5, zorder=3, solid_capstyle="round")
+            ax.plot(*ends.T, color=COLORS["bottleneck"], linewidth=3.5, zorder=3, solid_capstyle="round")
         ax.annotate(f"bottleneck: {topo.link_label(highlight)}", xy=pos[[u, v]].mean(axis=0), xytext=(0.0, -0.02),
-                    textcoords="axes fraction", va="top", color="#d62728", fontsize=9,
-                    arrowprops={"arrowstyle": "->", "color": "#d62728", "lw": 0.8} if shown[u] and shown[v] else None)
+                    textcoords="axes fraction", va="top", color=COLORS["bottleneck"], fontsize=9,
+                    arrowprops={"arrowstyle": "->", "color": COLORS["bottleneck"], "lw": 0.8} if shown[u] and shown[v] else None)
     if value is not None:
         fig.colorbar(lc, ax=ax, fraction=0.03, pad=0.01, label="link utilization (busier direction)")
     note = f" (switches only; {topo.size} accelerators not drawn)" if compact else ""
@@ -108,7 +110,7 @@ def draw(topo: Topology, load: np.ndarray | None = None, ax=None, highlight: int
     return fig
 
 
-def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
+def busbw_scaling(rows: list[dict], *, ax=None, title: str = "busbw against scale"):
     """busbw (log) against ranks (log 2), one small panel per design (rows from ``experiments.scaling``):
     rank order solid with filled markers, 'shuffled' placement dotted with open markers, so neither
     hides the other where they coincide. With `ax`, every design on that one axes, labelled at its end."""
@@ -119,8 +121,8 @@ def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
         return sorted((r["ranks"], r["busbw_GBps"]) for r in rows
                       if r["design"] == name and r.get("placement", "ordered") == placement)
     if ax is None:
-        fig, axes = plt.subplots(1, len(designs), figsize=(3.3 * len(designs), 3.3), sharey=True, squeeze=False)
-        axes = list(axes.flat)
+        fig = figure_or_new(None, (3.3 * len(designs), 3.3))
+        axes = list(fig.subplots(1, len(designs), sharey=True, squeeze=False).flat)
     else:
         fig, axes = ax.figure, [ax] * len(designs)
     ends = {}
@@ -148,4 +150,13 @@ def scaling_plot(rows: list[dict], ax=None, title: str = "busbw against scale"):
     else:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def side_by_side(topos: list, *, fig=None, titles: list | None = None):
+    """Several fabrics drawn structure-only, one axes each, left to right (``titles``: one per fabric)."""
+    fig = figure_or_new(fig, (6.5 * len(topos), 3.6))
+    axes = fig.subplots(1, len(topos), squeeze=False)[0]
+    for i, (ax, topo) in enumerate(zip(axes, topos)):
+        draw(topo, ax=ax, title=titles[i] if titles else None)
     return fig

@@ -1,10 +1,15 @@
-"""Chapter 7's figures, each drawn on a ``matplotlib.figure.Figure`` it is given (no pyplot state).
+"""Chapter 7's figures, in the package's one shape (``figures.common``: data first, the axes or figure
+keyword-only, else a new pyplot-free figure; the figure returned).
 
-* ``timeline``: per rank, a compute lane and a communication lane (the collectives, one per bucket),
-  with the breakdown from ``netlab.observe.analysis`` printed beside each rank;
-* ``bucket_curve``: step time against bucket capacity, overlapped and not (the U-shaped curve);
+* ``kernel_timeline``: per rank, a compute lane and a communication lane (the collectives, one per
+  bucket), in ``common.COLORS`` (the colours of chapter 1's timeline), with the breakdown from
+  ``netlab.observe.analysis`` printed beside each rank;
+* ``bucket_curve``: step time against bucket capacity, overlapped and not (the U-shaped curve), with
+  the measured steps and the current setting when given (the chapter's panel);
 * ``peer_matrix``: sender x receiver, each pair's bandwidth and bytes (``analysis.peer_links``): a
-  slow NIC is a dark row and column, a spine a block pattern, a hot shard one bright column of bytes.
+  slow NIC is a dark row and column, a spine a block pattern, a hot shard one bright column of bytes;
+* ``step_view`` and ``scenario_view``: the panel's two figures, a timeline beside the bucket curve, and a
+  scenario's timeline above its pair maps.
 """
 from __future__ import annotations
 
@@ -12,17 +17,18 @@ from matplotlib.figure import Figure
 
 from ..observe import analysis
 from ..runtime.trace import Trace
+from .common import COLORS, axes_or_new, figure_or_new
 
 
-def timeline(fig: Figure, trace: Trace, title: str = "") -> Figure:
+def kernel_timeline(trace: Trace, *, ax=None, title: str = "") -> Figure:
     """Compute (blue) and collectives (orange) per rank, in ms, with each rank's breakdown as text."""
-    ax = fig.add_subplot(1, 1, 1)
+    fig, ax = axes_or_new(ax, (9, max(2.6, 0.45 * trace.world_size + 1.7)))
     rows = {r["rank"]: r for r in analysis.breakdown(trace)}
     for r in range(trace.world_size):
         y = trace.world_size - 1 - r
         comp, comm = analysis.kernels(trace, r)
-        ax.broken_barh([(s * 1e3, (e - s) * 1e3) for s, e in comp], (y + 0.05, 0.4), color="tab:blue")
-        ax.broken_barh([(s * 1e3, (e - s) * 1e3) for s, e in comm], (y - 0.45, 0.4), color="tab:orange")
+        ax.broken_barh([(s * 1e3, (e - s) * 1e3) for s, e in comp], (y + 0.05, 0.4), color=COLORS["compute"])
+        ax.broken_barh([(s * 1e3, (e - s) * 1e3) for s, e in comm], (y - 0.45, 0.4), color=COLORS["comm"])
         row = rows[r]
         ax.text(1.01, (y + 0.5) / trace.world_size, f"exposed {row['exposed_comm_s'] * 1e3:.2f} ms\n"
                 f"overlap {row['overlap_frac']:.0%}", transform=ax.transAxes, fontsize=8, va="center")
@@ -33,22 +39,35 @@ def timeline(fig: Figure, trace: Trace, title: str = "") -> Figure:
     return fig
 
 
-def bucket_curve(fig: Figure, caps: list[int], overlapped: list[float], after: list[float]) -> Figure:
-    """Step time (ms) against bucket capacity (bytes, log scale)."""
-    ax = fig.add_subplot(1, 1, 1)
-    ax.plot(caps, [t * 1e3 for t in overlapped], "o-", label="buckets during backward (overlap)")
-    ax.plot(caps, [t * 1e3 for t in after], "s--", label="same buckets after backward")
+def bucket_curve(caps: list[int], overlapped: list[float], after: list[float], *, ax=None, prefix: str = "",
+                 measured: tuple[str, str, dict] | None = None, current: tuple[float, float] | None = None,
+                 title: str | None = None) -> Figure:
+    """Step time (ms) against bucket capacity (bytes, log scale), with buckets during the backward pass
+    and after it (each line's label begins with `prefix`). measured: (label, marker, {cap: seconds}), the
+    steps run, as black dots; current: (cap, seconds) of the setting shown, ringed in red."""
+    fig, ax = axes_or_new(ax, (6, 3.2))
+    ax.plot(caps, [t * 1e3 for t in overlapped], "o-", label=f"{prefix}buckets during backward (overlap)")
+    ax.plot(caps, [t * 1e3 for t in after], "s--", label=f"{prefix}same buckets after backward")
+    if measured is not None:
+        label, marker, seen = measured
+        ax.plot(list(seen), [t * 1e3 for t in seen.values()], marker, color="black", markersize=4, label=label)
+    if current is not None:
+        ax.plot([current[0]], [current[1] * 1e3], "o", markersize=13, markerfacecolor="none", markeredgecolor="red",
+                markeredgewidth=2, label="this setting")
     ax.set_xscale("log")
     ax.set_xlabel("bucket capacity (bytes)")
     ax.set_ylabel("step time (ms)")
-    ax.legend()
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7 if measured is not None or current is not None else None)
     return fig
 
 
-def peer_matrix(fig: Figure, trace: Trace, latency: float | None = None, bandwidth: float | None = None) -> Figure:
+def peer_matrix(trace: Trace, *, fig=None, latency: float | None = None, bandwidth: float | None = None):
     """Two sender x receiver maps: each pair's bandwidth (as a fraction of `bandwidth`, the stated NIC
     speed, when given) and the bytes it carried. Pairs that exchanged nothing stay blank."""
     import numpy as np
+    fig = figure_or_new(fig, (9, 3.4))
     links = analysis.peer_links(trace, latency)
     p = trace.world_size
     speed, volume = np.full((p, p), np.nan), np.full((p, p), np.nan)
@@ -71,4 +90,26 @@ def peer_matrix(fig: Figure, trace: Trace, latency: float | None = None, bandwid
         for (i, j), v in np.ndenumerate(data):
             if not np.isnan(v):
                 ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7)
+    return fig
+
+
+def step_view(trace: Trace, curve: tuple, *, fig=None, **marks) -> Figure:
+    """Chapter 7's panel: the step's kernel timeline (left) beside step time against bucket size (right).
+    curve: (caps, overlapped, after), the predicted lines; marks: ``bucket_curve``'s measured dots and current ring."""
+    fig = figure_or_new(fig, (12, 1.6 + 0.45 * trace.world_size + 1.2))
+    left, right = fig.subfigures(1, 2, width_ratios=[1.55, 1])
+    kernel_timeline(trace, ax=left.subplots(), title="per-rank timeline: compute (blue), bucket all-reduces (orange)")
+    bucket_curve(*curve, ax=right.subplots(), prefix="predicted, ", title="step time against bucket size", **marks)
+    right.subplots_adjust(left=0.2, bottom=0.2)
+    return fig
+
+
+def scenario_view(trace: Trace, *, fig=None, latency: float | None = None, bandwidth: float | None = None,
+                  title: str = "per-rank timeline: compute (blue), communication (orange)") -> Figure:
+    """A scenario as a student sees it: the kernel timeline above the sender x receiver maps."""
+    p = trace.world_size
+    fig = figure_or_new(fig, (12, 2.4 + 0.45 * p + 3.4))
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.6 + 0.45 * p, 3.4])
+    kernel_timeline(trace, ax=top.subplots(), title=title)
+    peer_matrix(trace, fig=bottom, latency=latency, bandwidth=bandwidth)
     return fig

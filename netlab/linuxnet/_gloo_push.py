@@ -36,7 +36,7 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
-from .netns import InNamespace, read_counters
+from .netns import InNamespace, read_counters, reap
 
 PR_SET_PDEATHSIG = 1
 
@@ -129,12 +129,7 @@ def main(cfg: dict) -> list[dict]:
                 else:
                     time.sleep(0.02)
     finally:
-        for pid in pids:                                 # the ranks this process forked
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
+        reap(pids)                                       # the ranks this process forked
     records = [json.loads(ln) for ln in data.splitlines() if ln]
     errors = [r for r in records if "error" in r]
     if errors:

@@ -24,6 +24,9 @@ connections and tbf's bucket (docs/fabric.md, "The model beside the real Linux s
 measured agreement).
 Left out: PFC and lossless fabrics (a Linux bridge drops, veth has no dcb), propagation delay (no
 netem here: the RTT is tens of microseconds plus queueing), DCTCP unless the kernel has it.
+
+One concept: incast on the kernel's TCP, measured (``incast``, ``ps_push``) and predicted (``model``)
+with the same keys, so the two are compared line by line.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 from .. import validate
 from ..units import parse_bandwidth, parse_bytes, parse_time
@@ -110,11 +114,11 @@ def delayed_ack(rto_min: float, hz: int | None) -> float:
     return min(DELACK_MIN, max(1, ticks - 1) / hz)
 
 
-def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
           rto_min="200ms", rounds: int = 20, hz: int | None = None, burst=None, seed: int = 0) -> dict:
     """The packet model's prediction for the testbed `incast` measures, with the same keys.
 
-    The model's transport gets Linux's loss recovery (`tcp.LinuxTCP`: RACK, tail loss
+    The model's transport gets Linux's loss recovery (`linux_tcp.LinuxTCP`: RACK, tail loss
     probes, SRTT + max(4 RTTVAR, RTOmin), timers in whole ticks of 1/`hz`, by default this kernel's
     CONFIG_HZ where it can be read; unrounded where not), the senders keep one connection across
     rounds with Linux's restart after idle, the receiver ACKs every second segment with the kernel's
@@ -139,8 +143,9 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", tr
         persistent=True, burst=burst_b, transport_options={"linux": True, "tick": 1 / hz if hz else 0.0},
         delayed_ack=delayed_ack(rto, hz)))
     s = run.summary()
-    out = _result("model", n, block_b, rate, buffer_b, transport, rto, False, run.rounds, s["timeouts"],
-                  s["retransmissions"], s["drops"], 0, run.wall_s)
+    out = _result("model", _Setup(n, block_b, rate, buffer_b, transport, rto, False), run.rounds,
+                  {"timeouts": s["timeouts"], "retransmissions": s["retransmissions"], "drops": s["drops"], "marks": 0},
+                  run.wall_s)
     out["link_fraction"] = out["goodput_Bps"] / rate
     out["ideal_round_s"] = n * block_b / rate
     out["hz"] = hz
@@ -231,7 +236,7 @@ def _rounds(senders, receivers, block: int, rounds: int, deadline: float) -> lis
     return times
 
 
-def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
            rto_min="200ms", rounds: int = 20, ecn=False, ecn_k=None, burst=None, nic_rate="link") -> dict:
     """Measure `rounds` synchronized incast rounds on a namespace testbed and report like the model.
 
@@ -261,10 +266,10 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", t
         finally:
             for s in snd + rcv + [listener]:
                 s.close()
-    return _result("linux", n, block_b, rate, buffer_b, transport, rto, ecn, times,
-                   after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
-                   after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
-                   port1.get("drops", 0) - port0.get("drops", 0), port1["marks"] - port0["marks"],
+    return _result("linux", _Setup(n, block_b, rate, buffer_b, transport, rto, ecn), times,
+                   {"timeouts": after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
+                    "retransmissions": after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
+                    "drops": port1.get("drops", 0) - port0.get("drops", 0), "marks": port1["marks"] - port0["marks"]},
                    time.perf_counter() - wall)
 
 
@@ -296,8 +301,21 @@ def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, e
     return n, block_b, rate, buffer_b, rto, threshold
 
 
-def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts, retransmissions, drops, marks,
-            wall_s) -> dict:
+class _Setup(NamedTuple):
+    """What one measurement ran with, as its row reports it (bytes, bytes/s, seconds)."""
+    n: int
+    block: int
+    rate: float
+    buffer: int
+    transport: str
+    rto: float
+    ecn: bool
+
+
+def _result(engine: str, setup: _Setup, times, counts: dict, wall_s: float) -> dict:
+    """One row, the same keys for the model and the kernel: `counts` has timeouts, retransmissions,
+    drops and marks."""
+    n, block, rate, buffer, transport, rto, ecn = setup
     goodput = n * block * len(times) / sum(times)
     return {
         "engine": engine, "senders": n, "block": block, "bandwidth_Bps": rate, "buffer": buffer,
@@ -306,12 +324,13 @@ def _result(engine, n, block, rate, buffer, transport, rto, ecn, times, timeouts
         "completion_s": {"p50": _percentile(times, 0.5), "p99": _percentile(times, 0.99),
                          "max": max(times), "mean": sum(times) / len(times)},
         "ideal_round_s": n * block * WIRE_PER_SEGMENT / rate, "round_s": list(times),
-        "timeouts": timeouts, "retransmissions": retransmissions, "drops": drops, "marks": marks, "pause_s": 0.0,
+        "timeouts": counts["timeouts"], "retransmissions": counts["retransmissions"], "drops": counts["drops"],
+        "marks": counts["marks"], "pause_s": 0.0,
         "wall_s": wall_s,
     }
 
 
-def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", transport: str = "cubic",
+def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
             rto_min="200ms", rounds: int = 10, ecn=False, ecn_k=None, fixes=(),
             timeout_s: float = 90.0, nic_rate="link") -> dict:
     """The same incast with real gloo ranks: `workers` ranks in the sender namespaces push `shard`
@@ -367,11 +386,12 @@ def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", 
     records = json.loads(out.strip().splitlines()[-1])
     results = []
     for p, (p_rto, p_buffer) in enumerate([(rto, buffer_b)] + steps):
-        results.append(_result("linux-gloo", n, shard_b, rate, p_buffer, transport, p_rto, ecn, records[0]["round_s"][p],
-                               sum(r["counters"][p]["TcpExtTCPTimeouts"] for r in records[1:]),
-                               sum(r["counters"][p]["TcpRetransSegs"] for r in records[1:]),
-                               ports[p + 1].get("drops", 0) - ports[p].get("drops", 0),
-                               ports[p + 1]["marks"] - ports[p]["marks"], time.perf_counter() - wall))
+        counts = {"timeouts": sum(r["counters"][p]["TcpExtTCPTimeouts"] for r in records[1:]),
+                  "retransmissions": sum(r["counters"][p]["TcpRetransSegs"] for r in records[1:]),
+                  "drops": ports[p + 1].get("drops", 0) - ports[p].get("drops", 0),
+                  "marks": ports[p + 1]["marks"] - ports[p]["marks"]}
+        results.append(_result("linux-gloo", _Setup(n, shard_b, rate, p_buffer, transport, p_rto, ecn),
+                               records[0]["round_s"][p], counts, time.perf_counter() - wall))
     for res, fix in zip(results[1:], fixes):
         res["fix"] = dict(fix)
     results[0]["fixes"] = results[1:]

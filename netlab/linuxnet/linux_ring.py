@@ -33,7 +33,7 @@ import time
 
 from .. import validate
 from ..units import parse_bandwidth, parse_bytes
-from .netns import InNamespace, Testbed
+from .netns import InNamespace, Testbed, reap
 
 PR_SET_PDEATHSIG = 1
 PORT = 29617
@@ -80,8 +80,8 @@ def _rank(rank: int, world: int, ns: str, master: str, port: int, w_fd: int, siz
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK="0", MASTER_ADDR=master,
                       MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
                       NETLAB_TIMEOUT="120")
-    import netlab
-    res = netlab.run(_allreduces, sizes, reps, ranks=world)
+    from ..runtime.launch import run
+    res = run(_allreduces, sizes, reps, ranks=world)
     if rank == 0:
         os.write(w_fd, (json.dumps(res.values[0]) + "\n").encode())
 
@@ -116,12 +116,7 @@ def _run(tb: Testbed, ranks: int, sizes, reps, timeout_s: float) -> dict:
                 else:
                     time.sleep(0.05)
     finally:
-        for pid in pids:                               # the ranks this process forked
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
+        reap(pids)                                     # the ranks this process forked
     record = json.loads(data.splitlines()[0])
     if "error" in record:
         raise RuntimeError(record["error"])
@@ -133,7 +128,7 @@ def _fork_safe() -> None:
         import torch  # noqa: F401  (imported once here, so every forked rank has it)
 
 
-def measure(ranks: int = 4, sizes=("2M",), bandwidth="20Mbit/s", reps: int = 3, timeout_s: float = 300.0) -> list[dict]:
+def measure(ranks: int = 4, sizes=("2M",), bandwidth="20Mbit/s", reps: int = 3, *, timeout_s: float = 300.0) -> list[dict]:
     """One row per size: the best measured ring and gloo times, and the emulator's without and with framing.
 
     Runs in a child process (``python -m netlab.linuxnet.linux_ring``), so the caller (a notebook kernel)

@@ -40,6 +40,9 @@ sysctls are never touched):
   deleted (deleting a namespace deletes its veths and its bridge). A namespace named after a pid
   that no longer runs is swept away when the next testbed opens.
 Left out: PFC (veth has no dcb), netem delay (this kernel has no netem), IPv6.
+
+One concept: the namespace testbed, its build, shaping, counters and teardown (with ``reap`` for the
+ranks launched in it), one lifetime.
 """
 from __future__ import annotations
 
@@ -130,6 +133,17 @@ def _delete_namespace(name: str) -> None:
     _run(["ip", "netns", "delete", name], check=False)
 
 
+def reap(pids) -> None:
+    """SIGKILL each child process this process forked (one that already exited is fine), then wait for
+    it, so none is left running or a zombie: the ranks a testbed's launcher forked into the namespaces."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+
+
 def ours() -> list[str]:
     """Namespaces this module created that still exist (any owner)."""
     try:
@@ -172,7 +186,7 @@ NIC_QUEUE = 4 * 1024 * 1024                 # bytes its queue holds: deep enough
 class Testbed:
     """N sender namespaces + 1 receiver namespace behind a bridge whose receiver port is shaped."""
 
-    def __init__(self, senders: int, bandwidth: float, buffer: int, cc: str = "cubic",
+    def __init__(self, senders: int, bandwidth: float, buffer: int, cc: str = "cubic", *,
                  rto_min: float | None = None, ecn: bool = False, ecn_threshold: int | None = None,
                  burst: int | None = None, nic_rate: float | str | None = "link"):
         if not 1 <= int(senders) <= MAX_SENDERS:

@@ -18,9 +18,10 @@ from .experiment import make_config
 
 def allreduce_main(comm, cfg: PSConfig) -> dict:
     """Chapter 1's loop with the PS run's stragglers; the update is not charged, as the servers' is not."""
-    res = train.fit(comm, steps=cfg.membership.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch,
-                    lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, sync=train.allreduce_sync("ring"),
-                    eval_every=cfg.eval_every, slow=lambda t: cfg.slow(comm.rank, t), charge_optimizer=False)
+    fit = train.FitConfig(steps=cfg.membership.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch,
+                          lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, eval_every=cfg.eval_every,
+                          charge_optimizer=False)
+    res = train.fit(comm, fit, sync=train.AllReduce("ring"), slow=lambda t: cfg.slow(comm.rank, t))
     return {"comm_s": res.comm_s, "history": res.evaluated(comm.rank)}
 
 

@@ -58,7 +58,7 @@ def initial_weights(width: int, layers: int, seed: int) -> np.ndarray:
     return parameters_to_vector(train.make_model(width, layers, seed).parameters()).detach().numpy()
 
 
-def run_elastic(workers=4, servers=2, steps=20, leave=None, join=None, **kwargs) -> PSResult:
+def run_elastic(workers=4, servers=2, steps=20, leave=None, *, join=None, **kwargs) -> PSResult:
     """BSP training where some workers leave and others join between steps (see ``Membership``)."""
     membership = Membership(workers, steps, dict(leave or {}), dict(join or {}))
     return run_ps(workers=workers, servers=servers, steps=steps, mode="bsp", membership=membership, **kwargs)

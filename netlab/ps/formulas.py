@@ -32,7 +32,7 @@ def allreduce_time(p: int, model_bytes: float, bandwidth: float) -> float:
     return cost.ring_allreduce(p, model_bytes, Link(bandwidth, 0.0))
 
 
-def ps_time(p: int, k: int, model_bytes: float, bandwidth: float, overlapped: bool = True,
+def ps_time(p: int, k: int, model_bytes: float, bandwidth: float, *, overlapped: bool = True,
             hottest_share: float | None = None) -> float:
     """Non-colocated PS: max(M/B, p*M/(k*B)); without overlap twice that. `hottest_share` defaults to 1/k."""
     share = 1.0 / k if hottest_share is None else hottest_share

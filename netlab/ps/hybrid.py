@@ -88,7 +88,7 @@ def _serve(comm, cfg: HybridConfig, step: int, grad, posted: list, results: dict
         comm.reduce_cost(4 * c.length * (cfg.workers - 1))
         if me < cfg.workers:
             results[c.index] = total
-        reply = protocol.pack(total, c.length, 0, step, 0)
+        reply = protocol.pack(total, c.length, 0, step, version=0)
         outbox.extend((comm.isend(reply, u), reply) for u in range(cfg.workers) if u != me)
 
 
@@ -99,7 +99,7 @@ def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> t
     order = [c for c in cfg.smap.send_order() if cfg.server_rank(c.server) != me] if worker else []
     incoming = _post_pushes(comm, cfg)
     for c in order:                                              # push (round robin over servers)
-        buf = protocol.pack(grad[c.offset:c.offset + c.length], c.length, 0, step, 0)
+        buf = protocol.pack(grad[c.offset:c.offset + c.length], c.length, 0, step, version=0)
         outbox.append((comm.isend(buf, cfg.server_rank(c.server)), buf))
     pulls = []
     for c in order:
@@ -120,7 +120,7 @@ def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> t
     return total
 
 
-class SummationSync:
+class SummationSync(train.Sync):
     """``exchange`` as ``train.fit``'s sync: the workers get the summed gradient and step the optimizer."""
     returns, region = "gradient", "push/pull"
 
@@ -137,9 +137,9 @@ def rank_main(comm, cfg: HybridConfig) -> dict:
         for t in range(cfg.steps):
             exchange(comm, cfg, t, None)
         return {"role": "server"}
-    res = train.fit(comm, steps=cfg.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, lr=cfg.lr,
-                    momentum=cfg.momentum, seed=cfg.seed, sync=SummationSync(cfg), eval_every=cfg.eval_every,
-                    batch_slice=lambda t: (comm.rank, cfg.workers))
+    fit = train.FitConfig(steps=cfg.steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, lr=cfg.lr,
+                          momentum=cfg.momentum, seed=cfg.seed, eval_every=cfg.eval_every)
+    res = train.fit(comm, fit, sync=SummationSync(cfg), batch_slice=lambda t: (comm.rank, cfg.workers))
     return {"role": "worker", "comm_s": res.comm_s, "history": res.evaluated(comm.rank),
             "params": parameters_to_vector(res.model.parameters()).detach().numpy() if comm.rank == 0 else None}
 
@@ -156,7 +156,7 @@ def run_hybrid(workers=8, cpu_servers=2, fraction=None, *, bandwidth="10Gbit/s",
     from .sharding import DEFAULT_PARTITION_BYTES, mixed_map
     model = training_of(training)                                # the MLP, checked before its size is used
     smap = mixed_map(train.parameter_count(model.width, model.layers), workers, cpu_servers,
-                     partition_bytes or DEFAULT_PARTITION_BYTES, fraction, method)
+                     partition_bytes or DEFAULT_PARTITION_BYTES, fraction=fraction, method=method)
     cfg = HybridConfig(workers=workers, cpu_servers=cpu_servers, smap=smap, **training)
     net = make_network(bandwidth, latency)
     ranks = workers + cpu_servers

@@ -34,7 +34,8 @@ LAST = 1                           # flags: the worker's final push
 PS_PER_S = 10**12                  # keys count picoseconds
 
 
-def pack(values: torch.Tensor | None, length: int, key: int, step: int, version: int, flags: int = 0) -> torch.Tensor:
+def pack(values: torch.Tensor | None, length: int, key: int, step: int, *, version: int,
+         flags: int = 0) -> torch.Tensor:
     """One message: header + `length` fp32 values (zeros when `values` is None)."""
     buf = torch.empty(META_SLOTS + length, dtype=torch.float32)
     buf[:META_SLOTS].view(torch.int64).copy_(torch.tensor([key, step, version, flags], dtype=torch.int64))

@@ -218,7 +218,8 @@ class DenseServer:
         self.held[w] -= 1                                        # owed since w's push (or its joining)
         if gap is not None:
             self.state.gaps.append(gap)
-        buf = protocol.pack(self.state.values[chunk.index], chunk.length, 0, step, self.state.version[chunk.index])
+        buf = protocol.pack(self.state.values[chunk.index], chunk.length, 0, step,
+                            version=self.state.version[chunk.index])
         self.outbox.append((self.comm.isend(buf, self.cfg.roles.worker_rank(w)), buf))
 
     def _reap(self) -> None:

@@ -150,7 +150,7 @@ def shard_map(numel: int, servers: int, scheme: str = "range", partition_bytes: 
 
 
 def mixed_map(numel: int, workers: int, cpu_servers: int, partition_bytes: int = DEFAULT_PARTITION_BYTES,
-              fraction: float | None = None, method: str = "balanced", bound: int = 101) -> ShardMap:
+              *, fraction: float | None = None, method: str = "balanced", bound: int = 101) -> ShardMap:
     """BytePS mixed mode: servers 0..k-1 are CPU servers, k..k+p-1 the workers' colocated servers.
 
     A fraction x of the partitions goes to the CPU servers: BytePS's optimum ``mixed_fraction``

@@ -34,24 +34,38 @@ torch = lazy("torch", globals())
 
 from .. import seeds, validate
 from . import protocol
+from .roles import Roles
 from .sharding import djb2
 
 PLACEMENTS = ("range", "hash", "replicate")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SparseConfig:
-    workers: int
-    servers: int
+    """One embedding run: the layout, the table, the lookups and their skew, the placement, SGD.
+
+    Keyword-only and frozen, checked when built (one ValueError naming the field), so a bad value
+    fails before any rank starts."""
+    workers: int = 8
+    servers: int = 4
     rows: int = 20_000
     dim: int = 16
     lookups: int = 512             # row ids per worker per step
-    zipf: float = 1.0
+    zipf: float = 1.0              # the Zipf exponent
     placement: str = "range"
-    hot: int = 0                   # replicated rows (placement 'replicate')
-    steps: int = 5
+    hot: int = 0                   # replicated rows (placement 'replicate'; 0 under the others)
+    steps: int = 3
     lr: float = 0.5
     seed: int = 0
+
+    def __post_init__(self):
+        Roles.of(self.workers, self.servers)
+        validate.choice(self.placement, "placement", PLACEMENTS)
+        for name, low in (("hot", 0), ("rows", 2), ("dim", 1), ("lookups", 1), ("steps", 1)):
+            validate.whole(getattr(self, name), name, low, int_only=True)
+        object.__setattr__(self, "zipf", validate.number(self.zipf, "zipf", 0, 4))
+        if self.placement != "replicate":
+            object.__setattr__(self, "hot", 0)
 
     def server_rank(self, s: int) -> int:
         return self.workers + s
@@ -83,7 +97,7 @@ def owners(cfg: SparseConfig) -> np.ndarray:
     return np.array([djb2(r) % cfg.servers for r in range(cfg.rows)], dtype=np.int64)
 
 
-def route(cfg: SparseConfig, home: np.ndarray, hot: np.ndarray, worker: int, ids: np.ndarray) -> np.ndarray:
+def route(cfg: SparseConfig, home: np.ndarray, hot: np.ndarray, worker: int, *, ids: np.ndarray) -> np.ndarray:
     """Which server worker `worker` asks for each of `ids`: the home, or its replica server for hot rows."""
     where = home[ids]
     if cfg.placement == "replicate" and len(hot):
@@ -108,12 +122,12 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
     for t in range(cfg.steps):
         ids = lookups(cfg, comm.rank, t)
         uniq, counts = np.unique(ids, return_counts=True)
-        where = route(cfg, home, hot, comm.rank, uniq)
+        where = route(cfg, home, hot, comm.rank, ids=uniq)
         per = [uniq[where == s] for s in range(cfg.servers)]
         routed += np.bincount(where, weights=counts, minlength=cfg.servers).astype(np.int64)   # lookups, not rows
         reqs, bufs = [], []
         for s, rows in enumerate(per):               # pull: count, then ids
-            meta = protocol.pack(None, 0, 0, t, len(rows))   # the count travels as 'version'
+            meta = protocol.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
             reqs.append(comm.isend(meta, cfg.server_rank(s)))
             bufs.append(meta)
             if len(rows):
@@ -130,7 +144,7 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
                 grads.append(n * (values[s] - targets[torch.from_numpy(rows)]) / (cfg.workers * cfg.lookups))
         reqs, bufs = [], []
         for s, rows in enumerate(per):               # push: count, then ids and gradients
-            meta = protocol.pack(None, 0, 0, t, len(rows))   # the count travels as 'version'
+            meta = protocol.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
             reqs.append(comm.isend(meta, cfg.server_rank(s)))
             bufs.append(meta)
             if len(rows):
@@ -196,21 +210,17 @@ def rank_main(comm, cfg: SparseConfig, home, hot) -> dict:
     return server_main(comm, cfg, home, hot)
 
 
-def run_sparse(workers=8, servers=4, placement="range", hot=0, rows=20_000, dim=16, lookups_per_step=512, zipf=1.0,
-               steps=3, lr=0.5, bandwidth="1Gbit/s", latency="5us", seed=0, timeout=120.0) -> dict:
-    """Run the embedding on real ranks; per-server bytes and rows, the hottest server's share, step time."""
+def run_sparse(config: SparseConfig | None = None, *, bandwidth="1Gbit/s", latency="5us", timeout=120.0,
+               **settings) -> dict:
+    """Run the embedding on real ranks (a ``SparseConfig``, or its fields as keywords: workers=8, servers=4,
+    placement, hot, rows, dim, lookups, zipf, steps=3, lr, seed); per-server bytes and rows, the hottest
+    server's share, step time."""
     from ..runtime import launch, memory, shared
     from ..net.network import network as make_network
     from ..net.presets import device as make_device
-    from .roles import Roles
-    Roles.of(workers, servers)
-    validate.choice(placement, "placement", PLACEMENTS)
-    for name, value, low in (("hot", hot, 0), ("rows", rows, 2), ("dim", dim, 1), ("lookups", lookups_per_step, 1),
-                             ("steps", steps, 1)):
-        validate.whole(value, name, low, int_only=True)
-    validate.number(zipf, "zipf", 0, 4)                         # the Zipf exponent
-    cfg = SparseConfig(workers, servers, rows, dim, lookups_per_step, float(zipf), placement,
-                       hot if placement == "replicate" else 0, steps, lr, seed)
+    cfg = validate.config(SparseConfig, config, settings)
+    workers, servers, placement = cfg.workers, cfg.servers, cfg.placement
+    rows, dim, steps = cfg.rows, cfg.dim, cfg.steps
     home, hot_ids = owners(cfg), hot_rows(cfg) if cfg.hot else np.zeros(0, dtype=np.int64)
     net = make_network(bandwidth, latency)
     shared.check_memory(workers + servers, memory.rank_bytes(4 * rows * dim, 3), "this embedding run")

@@ -68,7 +68,7 @@ def _slice(cfg: PSConfig, w: int, step: int) -> tuple[int, int]:
     return w, cfg.roles.workers
 
 
-class PushPull:
+class PushPull(train.Sync):
     """A worker's ``PSClient`` as ``train.fit``'s sync: push the gradient, pull fresh parameters.
 
     Returns None when the worker is not sent parameters this step (a BSP step it leaves after), and
@@ -90,9 +90,10 @@ def worker_main(comm, cfg: PSConfig, w: int) -> dict:
     steps = cfg.steps_of(w)
     sync = PushPull(client, cfg, steps)
     initial = client.pull(steps.start - 1) if len(steps) and cfg.initial_pull(w) else None
-    res = train.fit(comm, steps=steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, seed=cfg.seed,
-                    sync=sync, eval_every=cfg.eval_every, eval_from=cfg.start, initial=initial,
-                    batch_slice=lambda t: _slice(cfg, w, t), slow=lambda t: cfg.slow(w, t))
+    fit = train.FitConfig(steps=steps, width=cfg.width, layers=cfg.layers, batch=cfg.batch, seed=cfg.seed,
+                          eval_every=cfg.eval_every, eval_from=cfg.start)
+    res = train.fit(comm, fit, sync=sync, initial=initial, batch_slice=lambda t: _slice(cfg, w, t),
+                    slow=lambda t: cfg.slow(w, t))
     return {"role": "worker", "worker": w, "history": res.evaluated(w), "pushed": sync.pushed.numpy(),
             "comm_s": client.comm_s, "steps": len(steps),
             "params": parameters_to_vector(res.model.parameters()).detach().numpy() if w == 0 else None}

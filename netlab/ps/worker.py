@@ -60,7 +60,7 @@ class PSClient:
         sends = []
         for i, (c, peer) in enumerate(zip(self.chunks, self.peers)):
             buf = protocol.pack(grad[c.offset:c.offset + c.length], c.length, base + self.offsets[i],
-                                step, self.version[i], flags)
+                                step, version=self.version[i], flags=flags)
             sends.append((self.comm.isend(buf, peer), buf))
         posted = self._pulls() if pull else []
         self.comm.wait(*[r for r, _ in sends], *[r for r, _ in posted])

@@ -23,6 +23,9 @@ to spare, it first asks the idle pools of the user's other kernels to give their
 ("freed 0.6 GB from 2 idle chapters"). What it let start is remembered, so that an OOM kill during
 the run can say that memory grew after the check (``after_the_check``). Left out: swap and
 memory.high throttling.
+
+One concept: the pool's memory accounting, the limit this process may use and a run's estimate checked
+against it.
 """
 from __future__ import annotations
 

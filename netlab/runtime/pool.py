@@ -24,6 +24,8 @@ How it is built, and why (see DESIGN.md, "Facts that shape the work"):
 
 Left out: the shared pool that ``netlab.run`` reuses and its idle release (``shared.py``), and
 torchrun (``launch.py``).
+
+One concept: the rank pool's lifetime, starting, reusing and tearing down the same processes.
 """
 from __future__ import annotations
 

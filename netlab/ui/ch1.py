@@ -27,7 +27,7 @@ class StepPanel(Panel):
     min_height = "520px"                       # no jumping while a new figure is drawn
     tight = False                              # render() lays the figure out itself
 
-    def __init__(self, ranks: int = 4, bandwidth: str = "10Gbit/s", latency: str = "5us", width: int = 512,
+    def __init__(self, *, ranks: int = 4, bandwidth: str = "10Gbit/s", latency: str = "5us", width: int = 512,
                  device: str = "cpu-core", max_width: int = 3500, batch: int = 32):
         self.samples = size("train")         # one global batch must fit the training set
         self._figures: dict = {}
@@ -46,10 +46,12 @@ class StepPanel(Panel):
         alone = values["ranks"] == 1
         return {"bandwidth": alone, "latency": alone}
 
-    def render(self, ranks, bandwidth, latency, width, batch, device):
+    def render(self, values):
+        ranks, bandwidth, latency, batch = values.ranks, values.bandwidth, values.latency, values.batch
         if ranks * batch > self.samples:
             raise ValueError(f"batch: {ranks} nodes x {batch} samples exceed the {self.samples:,} training digits")
-        r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=width, batch=batch, device=device)
+        r = measure_step(ranks=ranks, bandwidth=bandwidth, latency=latency, width=values.width, batch=batch,
+                         device=values.device)
         self.last = r
         text = (f"{ranks} ranks x {batch} samples, {fmt_bytes(r.grad_bytes)} of gradients, {bandwidth} / {latency}:\n"
                 f"  step {fmt_time(r.total_s)} = compute {fmt_time(r.compute_s)} + communication "
@@ -63,7 +65,7 @@ class StepPanel(Panel):
             height = top + max(1.2, rows) + bottom
             fig = new_figure(9, height)
             ax = fig.subplots()
-            margins(fig, 0.9, 0.25, bottom, top)
+            margins(fig, (0.9, 0.25, bottom, top))
             self._figures[ranks] = fig, ax
         fig, ax = self._figures[ranks]
         timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),

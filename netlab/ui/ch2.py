@@ -27,14 +27,12 @@ class RingStepper(Panel):
         self.slider = widgets.IntSlider(0, 0, len(self.shots) - 1, description="step", continuous_update=True)
         super().__init__({"step": self.slider})
 
-    def render(self, step):
-        p = self.ranks
+    def render(self, values):
+        p, step = self.ranks, values.step
         phase = ("start: each rank holds only its own data" if step == 0 else
                  f"reduce-scatter step {step} of {p - 1}: send one chunk right, add the one from the left"
                  if step < p else f"all-gather step {step - p + 1} of {p - 1}: pass finished chunks right")
-        fig = new_figure(1.1 * p + 2, 0.55 * p + 1.2)
-        contributions(self.shots[step], ax=fig.subplots(), title=phase)
-        return "", fig
+        return "", contributions(self.shots[step], title=phase)
 
 
 def _runs(best: dict) -> list[str]:
@@ -51,7 +49,7 @@ def _runs(best: dict) -> list[str]:
 class CollectivePanel(Panel):
     """World size, message size, bandwidth, latency, algorithm -> time, formula, busbw, and the curves."""
 
-    def __init__(self, ranks: int = 8, size: str = "1M", bandwidth: str = "100Gbit/s", latency: str = "5us",
+    def __init__(self, *, ranks: int = 8, size: str = "1M", bandwidth: str = "100Gbit/s", latency: str = "5us",
                  algo: str = "ring"):
         self.rows = None
         super().__init__({
@@ -62,7 +60,8 @@ class CollectivePanel(Panel):
             "algo": dropdown(FLAT, algo, "algorithm"),
         })
 
-    def render(self, ranks, size, bandwidth, latency, algo):
+    def render(self, values):
+        ranks, size, bandwidth, latency, algo = (values[k] for k in ("ranks", "size", "bandwidth", "latency", "algo"))
         self.rows = rows = measure(ranks, [parse_bytes(s) for s in SIZES], bandwidth, latency)
         row = next(r for r in rows if r["algo"] == algo and r["bytes"] == parse_bytes(size))
         net = network(bandwidth, latency)

@@ -3,17 +3,19 @@
 Every change of a control trains chapter 1's MLP twice on real ranks -- through parameter servers
 with the chosen layout and consistency, and through a ring all-reduce with the same workers and
 stragglers -- and draws per-server bytes and port utilization (the hotspot), the staleness
-histogram, and accuracy against virtual time for both (``netlab.figures.ps``).
+histogram, and accuracy against virtual time for both (``netlab.figures.ps.ps_vs_ring``).
 """
 from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..figures.ps import plot_accuracy, plot_servers, plot_staleness
+from ..figures import ps as figures
 from ..units import fmt_bytes, fmt_time
-from .panel import Panel, choice, new_figure, slider, toggle
+from .panel import Panel, choice, refine, slider, start_values, toggle
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
+START = {"workers": 8, "servers": 2, "sharding": "hash", "bandwidth": "10Gbit/s", "mode": "bsp", "staleness": 2,
+         "stragglers": 2, "slowdown": 4.0}                 # the controls' first values
 FIRST_STEPS = 4         # a change shows these steps first when the panel trains for twice as many or more
 
 
@@ -23,8 +25,11 @@ class PSPanel(Panel):
     min_height = "420px"
     tight = False                 # the figure lays itself out (subplots_adjust): one draw less per change
 
-    def __init__(self, workers=8, servers=2, sharding="hash", bandwidth="10Gbit/s", mode="bsp", staleness=2,
-                 stragglers=2, slowdown=4.0, steps=40, partition_bytes=32_768):
+    def __init__(self, *, steps=40, partition_bytes=32_768, **start):
+        """``start``: the controls' first values by name (``START``'s, which the rest keep)."""
+        v = start_values(start, START, "chapter 3's panel")
+        workers, servers, sharding, bandwidth = v["workers"], v["servers"], v["sharding"], v["bandwidth"]
+        mode, staleness, stragglers, slowdown = v["mode"], v["staleness"], v["stragglers"], v["slowdown"]
         self.steps, self.partition_bytes = steps, partition_bytes
         self.baseline = None
         self._cache = {}
@@ -47,8 +52,9 @@ class PSPanel(Panel):
         return {"staleness": values["mode"] != "ssp", "sharding": values["servers"] == 1,
                 "slowdown": values["stragglers"] == 0}
 
-    def _allreduce(self, workers, bandwidth, stragglers, slowdown, steps):
+    def _allreduce(self, v, steps):
         from ..ps.baseline import run_allreduce
+        workers, bandwidth, stragglers, slowdown = v.workers, v.bandwidth, v.stragglers, v.slowdown
         key = (workers, bandwidth, stragglers, slowdown, steps)
         if key not in self._cache:
             self._cache[key] = run_allreduce(workers=workers, bandwidth=bandwidth, steps=steps,
@@ -56,23 +62,24 @@ class PSPanel(Panel):
                                              eval_every=max(1, steps // 8))
         return self._cache[key]
 
-    def render(self, workers, servers, sharding, bandwidth, mode, staleness, stragglers, slowdown):
+    def render(self, values):
         """A FIRST_STEPS-step run of the setting first, then the ``steps``-step run (where that is short,
         only it). Every number of the first answer means what it means in the full one (step time per
         step, bytes per server, accuracy after the steps it says). Under BSP it is exactly the full
         run's beginning (the same seeds and data order, a virtual clock; evaluating costs no virtual
         time); under SSP and async its last steps differ by a few percent, as the slower workers of a
         short run stop pushing sooner."""
-        plan = [self.steps] if self.steps < 2 * FIRST_STEPS else [FIRST_STEPS, self.steps]
-        for steps in plan:
-            yield self._answer(workers, servers, sharding, bandwidth, mode, staleness, stragglers, slowdown, steps)
+        for steps in refine(self.steps, FIRST_STEPS):
+            yield self._answer(values, steps)
 
-    def _answer(self, workers, servers, sharding, bandwidth, mode, staleness, stragglers, slowdown, steps):
+    def _answer(self, v, steps):
         from ..ps import run_ps
+        workers, servers, sharding, bandwidth = v.workers, v.servers, v.sharding, v.bandwidth
+        mode, staleness, stragglers, slowdown = v.mode, v.staleness, v.stragglers, v.slowdown
         r = run_ps(workers=workers, servers=servers, sharding=sharding, bandwidth=bandwidth, mode=mode,
                    staleness=staleness, stragglers=min(stragglers, workers), slowdown=slowdown, steps=steps,
                    partition_bytes=self.partition_bytes, eval_every=max(1, steps // 8))
-        ar = self._allreduce(workers, bandwidth, stragglers, slowdown, steps)
+        ar = self._allreduce(v, steps)
         self.last, self.baseline = r, ar
         part = "" if steps == self.steps else f" -- first answer, a {steps}-step run; the {self.steps}-step run follows"
         hot = max(r.server_bytes) / sum(r.server_bytes)
@@ -86,12 +93,6 @@ class PSPanel(Panel):
             + ("" if mode == "bsp" else f"  ({mode} vs a synchronous ring: set bsp to compare architectures alone)"),
             f"  hottest server carries {hot:.0%} of the server bytes (even split: {1 / servers:.0%})"
             + (f"; at most {r.max_gap} step(s) ahead of the slowest" if mode == "ssp" else "")])
-        fig = new_figure(13, 3.4)
-        axes = fig.subplots(1, 3)
-        plot_servers(r, axes[0])
-        plot_staleness({mode: r.staleness}, axes[1])
-        plot_accuracy({f"PS {mode}": r.history, "ring all-reduce": ar["history"]}, axes[2])
-        if steps < self.steps:
-            axes[2].set_title(f"accuracy vs time: {steps} steps (the {self.steps}-step run follows)")
-        fig.subplots_adjust(left=0.05, right=0.99, bottom=0.16, top=0.9, wspace=0.3)   # one draw less than tight
+        note = f"accuracy vs time: {steps} steps (the {self.steps}-step run follows)" if steps < self.steps else ""
+        fig = figures.ps_vs_ring(r, ar, mode=mode, steps_note=note)
         return text, fig

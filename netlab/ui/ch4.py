@@ -11,9 +11,9 @@ import ipywidgets as widgets
 
 from ..compress import DEFAULTS, LEVEL_BITS, METHODS, pays
 from ..compress.training import run_training
-from ..figures.compress import accuracy_curves, step_time_vs_bandwidth
+from ..figures.compress import compression_pays
 from ..units import fmt_bytes, fmt_time, parse_bandwidth
-from .panel import STYLE, Panel, choice, dropdown, new_figure, slider
+from .panel import STYLE, Panel, choice, dropdown, refine, slider
 
 BANDWIDTHS = ["100Mbit/s", "1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s", "400Gbit/s"]
 RATIOS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3]
@@ -24,7 +24,7 @@ FIRST_STEPS = 20        # a change shows these steps first when the panel trains
 class CompressPanel(Panel):
     min_height = "720px"
 
-    def __init__(self, method: str = "topk", error_feedback: bool = True, bandwidth: str = "1Gbit/s",
+    def __init__(self, *, method: str = "topk", error_feedback: bool = True, bandwidth: str = "1Gbit/s",
                  ranks: int = 4, steps: int = 200, max_ranks: int = 8, sweep=pays.BANDWIDTHS):
         self.steps, self.sweep = steps, list(sweep)
         self._baselines, self._sweeps = {}, {}
@@ -45,21 +45,22 @@ class CompressPanel(Panel):
         return {**{name: name != knob for name in DEFAULTS},
                 "error_feedback": values["method"] == "none"}
 
-    def options(self, method, ratio, rank, bits, tau) -> dict:
-        knob = METHODS[method][0]
-        return {} if knob is None else {knob: {"ratio": ratio, "rank": rank, "bits": bits, "tau": tau}[knob]}
+    def options(self, values) -> dict:
+        """The chosen method's one knob and its value (none for fp32 and the knob-less methods)."""
+        knob = METHODS[values.method][0]
+        return {} if knob is None else {knob: values[knob]}
 
-    def render(self, method, ratio, rank, bits, tau, error_feedback, bandwidth, ranks):
+    def render(self, values):
         """The first FIRST_STEPS steps first, then all ``steps`` (where the whole run is short, only that).
         The first answer is the full run's beginning (the same seeds and data order, a virtual clock):
         the same step time, bytes and curve so far; the sweep over bandwidths comes with it where it
         was measured before, else with the full answer."""
-        plan = [self.steps] if self.steps < 2 * FIRST_STEPS else [FIRST_STEPS, self.steps]
-        for steps in plan:
-            yield self._answer(method, ratio, rank, bits, tau, error_feedback, bandwidth, ranks, steps)
+        for steps in refine(self.steps, FIRST_STEPS):
+            yield self._answer(values, steps)
 
-    def _answer(self, method, ratio, rank, bits, tau, error_feedback, bandwidth, ranks, steps):
-        options = self.options(method, ratio, rank, bits, tau)
+    def _answer(self, values, steps):
+        method, error_feedback, bandwidth, ranks = values.method, values.error_feedback, values.bandwidth, values.ranks
+        options = self.options(values)
         key = (ranks, bandwidth, steps)
         if key not in self._baselines:
             self._baselines[key] = run_training("none", ranks=ranks, steps=steps, bandwidth=bandwidth)
@@ -91,15 +92,5 @@ class CompressPanel(Panel):
             cross = pays.crossover(rows, pays.label(method, options))
             lines.append(f"  compression stops paying above {pays.bandwidth_label(cross)}" if cross else
                          "  no crossover between 100 Mbit/s and 400 Gbit/s")
-        fig = new_figure(10, 7)
-        grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
-        accuracy_curves([] if method == "none" else [r], base,
-                        axes=[fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])])
-        bottom = fig.add_subplot(grid[1, :])
-        if rows is not None:
-            step_time_vs_bandwidth(rows, ax=bottom, mark=parse_bandwidth(bandwidth))
-        else:
-            bottom.set_axis_off()
-            bottom.text(0.5, 0.5, "step time over bandwidths: measured with the full answer", ha="center",
-                        va="center", fontsize=10, color="#777", transform=bottom.transAxes)
+        fig = compression_pays([] if method == "none" else [r], base, rows=rows, mark=parse_bandwidth(bandwidth))
         return "\n".join(lines), fig

@@ -15,13 +15,15 @@ from ..sim.experiments import panel_fabric
 from ..figures.topology import draw as draw_topology
 from ..net.routing import MODES
 from ..units import fmt_bytes, fmt_time, parse_bytes
-from .panel import Panel, choice, columns, dropdown, slider, toggle
+from .panel import Panel, choice, columns, dropdown, slider, start_values, toggle
 
 ALGOS = [("flat ring", "ring"), ("hierarchical (leader per server)", "hierarchical"),
          ("hierarchical (rails)", "hierarchical_rail"), ("tree", "tree")]
 NICS = [("one per GPU, rail-optimized", "rail"), ("one per GPU, same ToR", "tor"), ("one per server", "single")]
 RANKS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 SIZES = ["1M", "16M", "64M", "256M", "1G"]
+START = {"fabric": "fat-tree", "k": 8, "ratio": 1, "gpus": 1, "nics": "rail", "placement": "ordered",
+         "routing": "ecmp", "algo": "ring", "ranks": 128, "size": "64M", "seed": 0}   # the controls' first values
 
 
 def describe(r) -> str:
@@ -40,11 +42,12 @@ class FabricPanel(Panel):
     """Widgets for the fabric explorer; ``last`` keeps the latest SimResult (headless-testable)."""
 
     min_height = "470px"
-    figsize = (10, 4.2)
 
-    def __init__(self, fabric: str = "fat-tree", k: int = 8, ratio: float = 1, gpus: int = 1, nics: str = "rail",
-                 placement: str = "ordered", routing: str = "ecmp", algo: str = "ring", ranks: int = 128,
-                 size: str = "64M", seed: int = 0, max_ranks: int = 4096):
+    def __init__(self, *, max_ranks: int = 4096, **start):
+        """``start``: the controls' first values by name (``START``'s, which the rest keep)."""
+        v = start_values(start, START, "chapter 5's panel")
+        fabric, k, ratio, gpus, nics, placement = (v[n] for n in ("fabric", "k", "ratio", "gpus", "nics", "placement"))
+        routing, algo, ranks, size, seed = (v[n] for n in ("routing", "algo", "ranks", "size", "seed"))
         layout = {"width": "440px"}
         self.controls = {
             "fabric": toggle(["fat-tree", "spine-leaf"], fabric, "fabric"),
@@ -72,11 +75,8 @@ class FabricPanel(Panel):
                 "nics": values["gpus"] == 1,
                 "seed": values["placement"] == "ordered" and values["routing"] == "spray"}
 
-    def run(self, fabric, k, ratio, gpus, nics, placement, routing, algo, ranks, size, seed):
-        topo = panel_fabric(fabric=fabric, k=k, ratio=float(ratio), gpus=gpus, nics=nics, ranks=ranks)
-        return sim.simulate(sim.Simulator(topo, ranks, placement=placement, routing=routing, seed=seed), "allreduce", algo, parse_bytes(size, "size"))
-
-    describe = staticmethod(describe)
-
-    def draw(self, fig, r):
-        draw_topology(r.topology, r.utilization, ax=fig.subplots(), highlight=r.bottleneck)
+    def render(self, v):
+        topo = panel_fabric(fabric=v.fabric, k=v.k, ratio=float(v.ratio), gpus=v.gpus, nics=v.nics, ranks=v.ranks)
+        self.last = r = sim.simulate(sim.Simulator(topo, v.ranks, placement=v.placement, routing=v.routing,
+                                                   seed=v.seed), "allreduce", v.algo, parse_bytes(v.size, "size"))
+        return describe(r), draw_topology(r.topology, load=r.utilization, highlight=r.bottleneck)

@@ -1,6 +1,6 @@
 """Chapter 6's panel: senders, block size, bandwidth, buffer, transport, ECN threshold, PFC and RTOmin;
 each change runs an incast round in the packet fabric and draws the flows' rates and the queue
-(``netlab.figures.congestion.draw_run``). A round that needs more than ``PANEL_EVENTS`` events is
+(``netlab.figures.congestion.incast_run``). A round that needs more than ``PANEL_EVENTS`` events is
 shown as far as it got, and says so, so every answer comes within about a second.
 
 Built on :class:`netlab.ui.panel.Panel` like every chapter's panel: a new ``Figure`` per answer (no
@@ -13,11 +13,12 @@ import ipywidgets as widgets
 
 from ..fabric import ECN, PFC, Congestion, Incast, incast
 from ..fabric.experiments import default_ecn, headroom
-from ..figures.congestion import draw_run
+from ..figures.congestion import incast_run
 from ..units import fmt_time, parse_bandwidth, parse_bytes, parse_time
 from .panel import Panel, choice, columns, dropdown, toggle
 
 TRANSPORTS = ["reno", "cubic", "dctcp", "dcqcn", "ideal"]
+SETTING = ("senders", "block", "bandwidth", "buffer", "transport", "ecn_k", "pfc", "rto_min")   # the controls
 MARKED = ("dctcp", "dcqcn")                   # the transports that react to ECN marks
 
 
@@ -30,9 +31,11 @@ MARKED = ("dctcp", "dcqcn")                   # the transports that react to ECN
 PANEL_EVENTS = 200_000
 
 
-def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min, rounds=1, event_limit=None):
-    """One panel setting as an incast run (sizes as text, e.g. '256K', '1Gbit/s', '200ms');
-    ``event_limit``: stop there, round finished or not (``Run.complete``)."""
+def run_setting(setting, *, rounds: int = 1, event_limit: int | None = None):
+    """One panel setting as an incast run: `setting` maps each of the panel's controls (senders, block,
+    bandwidth, buffer, transport, ecn_k, pfc, rto_min) to its value (sizes as text, e.g. '256K',
+    '1Gbit/s', '200ms'); ``event_limit``: stop there, round finished or not (``Run.complete``)."""
+    senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min = (setting[k] for k in SETTING)
     bw, buf = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
     ecn = ECN.dctcp(parse_bytes(ecn_k, "ecn-k")) if ecn_k != "default" else default_ecn(transport, bw)
     if pfc and buf <= headroom(bw):
@@ -43,9 +46,9 @@ def run_setting(senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_mi
                   event_limit=event_limit)
 
 
-def panel_run(**values):
+def panel_run(values):
     """What the panel runs for a setting: the incast round, at most ``PANEL_EVENTS`` events of it."""
-    return run_setting(**values, event_limit=PANEL_EVENTS)
+    return run_setting(values, event_limit=PANEL_EVENTS)
 
 
 def describe(run) -> str:
@@ -71,9 +74,8 @@ class CongestionPanel(Panel):
     ignore marks."""
 
     min_height = "470px"
-    figsize = (10, 4.6)
 
-    def __init__(self, senders=16, block="256K", bandwidth="1Gbit/s", buffer="64K", transport="reno",
+    def __init__(self, *, senders=16, block="256K", bandwidth="1Gbit/s", buffer="64K", transport="reno",
                  ecn_k="default", pfc=False, rto_min="200ms"):
         style = {"description_width": "110px"}
         controls = {
@@ -93,9 +95,8 @@ class CongestionPanel(Panel):
     def greyed(self, values):
         return {"ecn_k": values["transport"] not in MARKED}       # Reno, CUBIC, ideal ignore ECN marks
 
-    run = staticmethod(panel_run)            # a ValueError is shown as "cannot run this setting: ..."
-    describe = staticmethod(describe)
-
-    def draw(self, fig, run):
+    def render(self, values):
+        self.last = run = panel_run(values)          # a ValueError is shown as "cannot run this setting: ..."
         stopped = "" if run.complete else f" (stopped at {fmt_time(run.fabric.now)})"
-        draw_run(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}{stopped}")
+        title = f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}{stopped}"
+        return describe(run), incast_run(run, title=title)

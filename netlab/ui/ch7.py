@@ -2,16 +2,16 @@
 
 Every change runs a real DDP-style step on real ranks (``step.measure_step`` with ``bucket`` and
 ``overlap``) and shows, on the left, each rank's timeline with the breakdown ``netlab.observe.analysis`` reads
-from its trace (``figures.trace.timeline``: exposed communication and overlap fraction per rank), and
+from its trace (``figures.trace.step_view``: exposed communication and overlap fraction per rank), and
 on the right the step time against bucket size: the alpha-beta pipeline prediction
-(``overlap.pipeline_time``) as lines, and the measured steps of this network as dots, the current
+(``dataparallel.bucket_sweep``) as lines, and the measured steps of this network as dots, the current
 setting ringed. The curve is a prediction because measuring it would take a dozen runs per change;
 the dots say where the prediction was checked.
 
 The ``scenario`` control swaps the step for a "find the bottleneck" case (``netlab.observe.scenarios``): the
 kind chosen, its culprit drawn from ``seed``, run on real ranks. The panel then shows what a student
 may see, never the truth: the public setup, the per-rank timeline and the sender x receiver maps
-(``figures.trace.timeline``, ``peer_matrix``), and beside them the analysis (breakdown, HTA's
+(``figures.trace.scenario_view``), and beside them the analysis (breakdown, HTA's
 straggler, NIC utilisation, PFC pauses per port); ``last`` is then the scenario's trace. The step's
 controls are greyed out meanwhile: a scenario fixes its own cluster. Left out: DDP's smaller first
 bucket (every bucket here has the chosen cap) and other algorithms than the ring.
@@ -21,44 +21,29 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..observe import analysis, scenarios
-from ..dataparallel import buckets, train
 from .. import validate
 from ..runtime.pool import MAX_RANKS
 from ..data import size
-from ..figures.trace import bucket_curve, peer_matrix, timeline
-from ..net.network import network
-from ..net.presets import device
-from ..dataparallel.overlap import pipeline_time
+from ..figures.trace import scenario_view, step_view
+from ..dataparallel.bucket_sweep import SHAPE, predicted_step_times
 from ..dataparallel.step import measure_step
 from ..units import fmt_time
-from .panel import Panel, choice, dropdown, new_figure, slider, toggle
+from .panel import Panel, choice, dropdown, slider, toggle
 
 # bucket caps shown on the slider: (label, bytes); "one bucket" is larger than any model here
 CAPS = [("1 B (one per tensor)", 1), ("20 KB", 20_000), ("100 KB", 100_000), ("300 KB", 300_000),
         ("600 KB", 600_000), ("one bucket", 10**12)]
 BANDWIDTHS = ["1Gbit/s", "10Gbit/s", "25Gbit/s", "100Gbit/s"]
 LATENCIES = ["1us", "5us", "20us", "50us", "100us"]
-SHAPE = dict(width=256, layers=4, batch=128)       # the chapter's MLP; nodes x batch must fit the digits
 SCENARIOS = ("none",) + scenarios.KINDS             # "none": the bucketed step of the controls above
 STEP_CONTROLS = ("bucket", "overlap", "ranks", "bandwidth", "latency")
 
 
 def predicted_curve(ranks: int, bandwidth: str, latency: str, overlap: bool, *, shape: dict = SHAPE,
                     dev: str = "cpu-core") -> list[float]:
-    """Step time at every cap of ``CAPS``, from the alpha-beta pipeline (no ranks run)."""
-    d = device(dev)
-    prof = buckets.backward_profile(shape["width"], shape["layers"], shape["batch"])
-    compute = d.seconds(prof.total_flops)
-    optimizer = d.seconds(2 * train.parameter_count(shape["width"], shape["layers"]))
-    link = network(bandwidth, latency).nic
-    size = dict(zip(prof.order, prof.nbytes))
-    out = []
-    for _, cap in CAPS:
-        plan = buckets.plan(prof, cap)
-        ready = [d.seconds(f) for f in buckets.bucket_ready_flops(prof, plan)]
-        nbytes = [sum(size[i] for i in b) for b in plan]
-        out.append(pipeline_time(nbytes, ready, compute, ranks, link, optimizer, overlap)["total_s"])
-    return out
+    """Step time at every cap of ``CAPS``, from the alpha-beta pipeline (``bucket_sweep``; no ranks run)."""
+    return predicted_step_times([c for _, c in CAPS], ranks=ranks, bandwidth=bandwidth, latency=latency,
+                                overlap=overlap, shape=shape, dev=dev)
 
 
 class Ch7Panel(Panel):
@@ -96,9 +81,10 @@ class Ch7Panel(Panel):
         return {"bucket": alone or case, "overlap": alone or case, "ranks": case, "bandwidth": case,
                 "latency": case, "seed": not case}
 
-    def render(self, bucket, overlap, ranks, bandwidth, latency, scenario="none", seed=0):
-        if scenario != "none":
-            return self.render_scenario(scenario, seed)
+    def render(self, values):
+        if values.scenario != "none":
+            return self.render_scenario(values.scenario, values.seed)
+        bucket, overlap, ranks, bandwidth, latency = (values[k] for k in STEP_CONTROLS)
         batch = self.shape["batch"]
         if ranks * batch > self.samples:
             raise ValueError(f"ranks: {ranks} nodes x {batch} samples exceed the {self.samples:,} training digits "
@@ -115,23 +101,11 @@ class Ch7Panel(Panel):
                 f"  step {fmt_time(r.total_s)}: compute {fmt_time(r.compute_s)}, communication {fmt_time(r.comm_s)}, "
                 f"of it exposed {fmt_time(s['exposed_comm_s'])}; overlap fraction {s['overlap_frac']:.0%} "
                 f"(the most exposed rank)")
-        caps = [c for _, c in CAPS]
-        fig = new_figure(12, 1.6 + 0.45 * ranks + 1.2)
-        left, right = fig.subfigures(1, 2, width_ratios=[1.55, 1])
-        timeline(left, r.trace, title="per-rank timeline: compute (blue), bucket all-reduces (orange)")
-        bucket_curve(right, caps, predicted_curve(ranks, bandwidth, latency, True, shape=self.shape),
-                     predicted_curve(ranks, bandwidth, latency, False, shape=self.shape))
-        ax = right.axes[0]
-        for lines in ax.get_lines():
-            lines.set_label(f"predicted, {lines.get_label()}")
-        seen = self.measured[key]
-        ax.plot(list(seen), [t * 1e3 for t in seen.values()], "o" if overlap else "s", color="black",
-                markersize=4, label=f"measured here ({'overlap' if overlap else 'after backward'})")
-        ax.plot([bucket], [r.total_s * 1e3], "o", markersize=13, markerfacecolor="none", markeredgecolor="red",
-                markeredgewidth=2, label="this setting")
-        ax.set_title("step time against bucket size", fontsize=10)
-        ax.legend(fontsize=7)
-        right.subplots_adjust(left=0.2, bottom=0.2)
+        curve = ([c for _, c in CAPS], predicted_curve(ranks, bandwidth, latency, True, shape=self.shape),
+                 predicted_curve(ranks, bandwidth, latency, False, shape=self.shape))
+        measured = (f"measured here ({'overlap' if overlap else 'after backward'})", "o" if overlap else "s",
+                    self.measured[key])
+        fig = step_view(r.trace, curve, measured=measured, current=(bucket, r.total_s))
         return text, fig
 
     def render_scenario(self, kind: str, seed):
@@ -141,11 +115,7 @@ class Ch7Panel(Panel):
         self.last = case.trace                        # the trace and the public setup; the truth stays out
         self.setup = case.setup
         text = "\n".join(scenario_lines(case.trace, case.setup, f"{kind}, seed {seed}") + [fixed_line(case.setup)])
-        p = case.trace.world_size
-        fig = new_figure(12, 2.4 + 0.45 * p + 3.4)
-        top, bottom = fig.subfigures(2, 1, height_ratios=[1.6 + 0.45 * p, 3.4])
-        timeline(top, case.trace, title="per-rank timeline: compute (blue), communication (orange)")
-        peer_matrix(bottom, case.trace, latency=case.setup["latency_s"], bandwidth=case.setup["bandwidth_Bps"])
+        fig = scenario_view(case.trace, latency=case.setup["latency_s"], bandwidth=case.setup["bandwidth_Bps"])
         return text, fig
 
 

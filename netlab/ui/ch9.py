@@ -1,7 +1,7 @@
 """Chapter 9's panel: topology, traffic, multipath scheme, transport, trimming, buffer, senders, RTOmin and
 a link failure; each change runs the packet fabric (``fabric.ethernet``) and draws the load on every
 switch-to-switch link (on the one-switch star, every host link), the busiest port's queue and the rate
-delivered (``figures.ethernet.draw_panel``).
+delivered (``figures.ethernet.fabric_run``).
 
 Built on :class:`netlab.ui.panel.Panel`; a setting the fabric refuses (trimming for a TCP, say) shows its
 one-line reason. A run that needs more than ``PANEL_EVENTS`` events is shown as far as it got, so every
@@ -15,9 +15,9 @@ import ipywidgets as widgets
 
 from ..fabric import ethernet
 from ..fabric.failure import Failure
-from ..figures.ethernet import draw_panel
+from ..figures.ethernet import fabric_run
 from ..units import fmt_bytes, fmt_time, parse_bytes, parse_time
-from .panel import Panel, choice, columns, dropdown, toggle
+from .panel import Panel, choice, columns, dropdown, start_values, toggle
 
 TOPOLOGIES = {"one switch": "star", "spine-leaf (4 spines)": "spineleaf:2:4:1", "fat-tree k=4": "fattree:4"}
 FAILED_LINK = {"spineleaf:2:4:1": "leaf0->spine0", "fattree:4": "edge0.0->agg0.0"}
@@ -26,10 +26,17 @@ PANEL_EVENTS = 200_000
 BLOCK = 256 * 1024
 
 
-def run_setting(topology="fat-tree k=4", traffic="ring step", multipath="ecmp", transport="nscc", trim=False,
-                buffer="64K", senders=15, rto_min="200ms", failure="none", event_limit=None):
-    """One panel setting as a fabric run (sizes as text); ``failure='a link'`` takes a switch link down at a
+START = {"topology": "fat-tree k=4", "traffic": "ring step", "multipath": "ecmp", "transport": "nscc", "trim": False,
+         "buffer": "64K", "senders": 15, "rto_min": "200ms", "failure": "none"}      # the controls' first values
+
+
+def run_setting(setting=None, *, event_limit: int | None = None):
+    """One panel setting as a fabric run: `setting` maps some of the panel's controls (``START``'s names)
+    to values (sizes as text), the rest as ``START``; ``failure='a link'`` takes a switch link down at a
     fifth of the run's closed-form time, rerouted 10 ms later."""
+    s = check_setting(setting or {})
+    topology, traffic, multipath, transport, trim = s["topology"], s["traffic"], s["multipath"], s["transport"], s["trim"]
+    buffer, senders, rto_min, failure = s["buffer"], s["senders"], s["rto_min"], s["failure"]
     spec = TOPOLOGIES.get(topology, topology)
     buf = parse_bytes(buffer, "buffer")
     rto = parse_time(rto_min, "rto-min", False)
@@ -49,14 +56,20 @@ def run_setting(topology="fat-tree k=4", traffic="ring step", multipath="ecmp", 
                               event_limit=event_limit)
 
 
-def panel_run(**values):
+def check_setting(setting) -> dict:
+    """The setting over ``START``, or one clear error naming a key that is not a control."""
+    return dict(start_values(setting, START, "chapter 9's panel"))
+
+
+def panel_run(values):
     """What the panel runs: the setting, without what its greyed-out controls say (they mean nothing there),
     at most ``PANEL_EVENTS`` events of it."""
+    values = dict(values)
     if values["transport"] not in ("nscc", "rccc"):
         values["trim"] = False
     if TOPOLOGIES.get(values["topology"], values["topology"]) == "star":
         values["failure"] = "none"
-    return run_setting(**values, event_limit=PANEL_EVENTS)
+    return run_setting(values, event_limit=PANEL_EVENTS)
 
 
 def describe(run) -> str:
@@ -81,10 +94,12 @@ class EthernetPanel(Panel):
     that cannot answer a trimmed header, the multipath scheme and the failure for the one-switch star."""
 
     min_height = "470px"
-    figsize = (10, 4.4)
 
-    def __init__(self, topology="fat-tree k=4", traffic="ring step", multipath="ecmp", transport="nscc",
-                 trim=False, buffer="64K", senders=15, rto_min="200ms", failure="none"):
+    def __init__(self, **start):
+        """``start``: the controls' first values by name (``START``'s, which the rest keep)."""
+        v = check_setting(start)
+        topology, traffic, multipath, transport, trim = v["topology"], v["traffic"], v["multipath"], v["transport"], v["trim"]
+        buffer, senders, rto_min, failure = v["buffer"], v["senders"], v["rto_min"], v["failure"]
         style = {"description_width": "100px"}
         controls = {
             "topology": dropdown(list(TOPOLOGIES), topology, "topology"),
@@ -106,9 +121,8 @@ class EthernetPanel(Panel):
         star = TOPOLOGIES.get(values["topology"]) == "star"
         return {"trim": values["transport"] not in ("nscc", "rccc"), "multipath": star, "failure": star}
 
-    run = staticmethod(panel_run)
-    describe = staticmethod(describe)
-
-    def draw(self, fig, run):
+    def render(self, values):
+        self.last = run = panel_run(values)
         stopped = "" if run.complete else f" (stopped at {fmt_time(run.fabric.now)})"
-        draw_panel(fig, run, title=f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}{stopped}")
+        title = f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}{stopped}"
+        return describe(run), fabric_run(run, title=title)

@@ -27,19 +27,27 @@ Why a base class, and why it does not use pyplot or ``interactive_output``:
   classic Notebook, VS Code) the kernel reads a change only once the cell has ended, and nothing
   can be shown before that (docs/instructors.md says so).
 * **First answer fast.** A panel whose full answer takes longer than a change should (chapters 3 and
-  4 train for dozens of steps) writes ``render`` as a generator: it yields a first answer (a run of
-  fewer steps: every number means what it means in the full one, and the text says how many steps
-  it covers), then the full answer, each shown in place of the last. A newer change that
-  arrives meanwhile skips the rest: the panel answers the latest setting instead of finishing an old one.
+  4 train for dozens of steps) writes ``render`` as a generator over ``refine(steps, first)``: it
+  yields a first answer (a run of fewer steps: every number means what it means in the full one, and
+  the text says how many steps it covers), then the full answer, each shown in place of the last. A
+  newer change that arrives meanwhile skips the rest: the panel answers the latest setting instead
+  of finishing an old one.
 
-A chapter's panel says only what is particular to it: its controls (a dict of widgets in display
-order, built with ``slider``, ``choice``, ``dropdown`` and ``toggle`` so every panel looks alike),
-optionally ``greyed(values)`` (the controls that mean nothing at these values, greyed out on every
-change), and either ``run(**values)`` with ``describe(result)`` and ``draw(figure, result)`` on a
-``figsize`` figure, or ``render(**values)`` returning ``(text, figure_or_None)`` when a change is
-more than one run. ``last`` keeps the latest result. Tests drive a panel by setting a control's
-``value`` from the main thread, which runs at once. Left out: pyplot, and anything a chapter runs
-(the experiments live with their subjects; the figures in ``netlab.figures``).
+The one protocol. A chapter's panel says only what is particular to it:
+
+* its controls, declared once: a dict of widgets in display order passed to ``Panel.__init__``, built
+  with ``slider``, ``choice``, ``dropdown`` and ``toggle`` so every panel looks alike;
+* ``greyed(values)``: the controls that mean nothing at these values, greyed out on every change;
+* ``render(values) -> (text, figure or None)``, or a generator of them (``refine``), where ``values``
+  is a ``Setting`` of every control's value (``values.ranks``, ``values["ranks"]``): it calls the
+  chapter's experiment, keeps the result in ``last`` and draws with a ``netlab.figures`` function.
+
+Tests drive a panel by setting a control's ``value`` from the main thread, which runs at once, or by
+calling ``render(Setting(...))``. Left out: pyplot, and anything a chapter runs or draws (the
+experiments live with their subjects; the figures in ``netlab.figures``).
+
+One concept: the panel protocol every chapter's widget follows (controls, debounced runs, interrupt, one
+figure).
 """
 from __future__ import annotations
 
@@ -54,8 +62,9 @@ import threading
 import time
 
 import ipywidgets as widgets
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from ..figures.common import figure as new_figure
 
 # Outside a kernel (scripts, tests) callbacks run on whatever thread changed a control; pyplot is not
 # involved, but mathtext's parser is shared by every figure, so panels draw one at a time.
@@ -69,11 +78,30 @@ STYLE = {"description_width": "120px"}
 LAYOUT = {"width": "460px"}
 
 
-def new_figure(width: float, height: float) -> Figure:
-    """A figure outside pyplot (safe on any thread), with its own Agg canvas."""
-    fig = Figure(figsize=(width, height))
-    FigureCanvasAgg(fig)
-    return fig
+class Setting(dict):
+    """Every control's value at one change: a mapping (``values["ranks"]``) also read as attributes
+    (``values.ranks``); what ``render`` and ``greyed`` are given."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def start_values(start: dict, defaults: dict, panel: str) -> Setting:
+    """A panel's first values: `defaults` with what `start` changes, or one clear error naming a key of
+    `start` that is not one of the `panel`'s controls."""
+    unknown = set(start) - set(defaults)
+    if unknown:
+        raise ValueError(f"{sorted(unknown)[0]}: not a control of {panel} (it has {', '.join(defaults)})")
+    return Setting({**defaults, **start})
+
+
+def refine(steps: int, first: int) -> list[int]:
+    """The runs a change answers with: ``first`` steps, then all ``steps`` (only ``steps`` when that is
+    under twice ``first``: a first answer would not come sooner enough to be worth a second run)."""
+    return [steps] if steps < 2 * first else [first, steps]
 
 
 def png_bytes(fig: Figure, dpi: int = 100, tight: bool = True) -> bytes:
@@ -142,29 +170,9 @@ class Panel:
             self.refresh()
 
     # -- what subclasses provide -------------------------------------------------------------------
-    figsize: tuple[float, float] | None = None       # inches of the figure ``figure`` draws; None: none
-
-    def render(self, **values):                                  # -> (text, Figure | None)
-        """One change: run the setting, keep its result in ``last``, show its description and figure."""
-        self.last = self.run(**values)
-        return self.describe(self.last), self.figure(self.last)
-
-    def run(self, **values):
-        raise NotImplementedError("a panel defines run(**values), or render(**values) itself")
-
-    def describe(self, result) -> str:
-        return ""
-
-    def figure(self, result) -> Figure | None:
-        """A new ``figsize`` figure with ``draw`` on it (None without a ``figsize``)."""
-        if self.figsize is None:
-            return None
-        fig = new_figure(*self.figsize)
-        self.draw(fig, result)
-        return fig
-
-    def draw(self, fig: Figure, result) -> None:
-        raise NotImplementedError("a panel with a figsize defines draw(fig, result)")
+    def render(self, values: Setting):                           # -> (text, Figure | None), or a generator
+        """One change: run the setting, keep its result in ``last``, return its description and figure."""
+        raise NotImplementedError("a panel defines render(values)")
 
     def greyed(self, values: dict) -> dict:
         """{control name: True to grey it out} at these values; a control not named keeps its state."""
@@ -175,8 +183,8 @@ class Panel:
             self.controls[name].disabled = off
 
     # -- running --------------------------------------------------------------------------------------
-    def values(self) -> dict:
-        return {name: control.value for name, control in self.controls.items()}
+    def values(self) -> Setting:
+        return Setting((name, control.value) for name, control in self.controls.items())
 
     @contextlib.contextmanager
     def hold(self):
@@ -251,7 +259,7 @@ class Panel:
         answers = None
         try:
             with _draw_lock:
-                answers = self.render(**self.values())
+                answers = self.render(self.values())
                 staged = inspect.isgenerator(answers)
                 current = next(answers) if staged else answers
                 while current is not None:

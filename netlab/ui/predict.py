@@ -8,8 +8,9 @@
     q          # a widget: choose, press "Lock my answer", then the measurement is revealed
 
 Multiple choice (``options``: label, the explanation shown when that option is wrong, and optionally
-a third item, the explanation shown when the run makes it the right one) or numeric (``unit`` and a
-relative ``tolerance``; the measured value is the answer; ``why`` is shown with it). The measurement
+a third item, the explanation shown when the run makes it the right one) or numeric (``numeric=Numeric(
+unit, tolerance, why)``: the measured value is the answer, within a relative ``tolerance``; ``why`` is
+shown with it). The measurement
 runs only when the answer is locked, and no explanation is in the widget before that: a chapter
 keeps its "why" here, not in the text below the question, so it is read after answering. The right
 option is decided by ``correct(measurement)``, from the run, not written into the question.
@@ -25,6 +26,7 @@ import datetime as _dt
 import html
 import json
 import os
+from dataclasses import dataclass
 
 import ipywidgets as widgets
 
@@ -60,19 +62,31 @@ def _paragraphs(text: str) -> str:
     return "".join(f"<p>{html.escape(' '.join(p.split()))}</p>" for p in text.split("\n\n") if p.strip())
 
 
+@dataclass(frozen=True)
+class Numeric:
+    """A numeric answer: its unit, the relative tolerance that counts as right, and why (shown once locked)."""
+    unit: str = ""
+    tolerance: float = 0.25
+    why: str = ""
+
+    def __post_init__(self):
+        if not self.tolerance > 0:
+            raise ValueError(f"tolerance: a relative tolerance > 0 for a numeric answer, got {self.tolerance!r}")
+
+
 class Prediction:
     """One question: a locked answer, then the measurement and why each wrong option is wrong."""
 
-    def __init__(self, qid: str, question: str, measure, *, options=None, correct=None, unit: str = "",
-                 tolerance: float = 0.25, why: str = "", path: str | None = None):
+    def __init__(self, qid: str, question: str, measure, *, options=None, correct=None,
+                 numeric: Numeric | None = None, path: str | None = None):
         if not qid or not isinstance(qid, str):
             raise ValueError(f"qid: a non-empty name for the question, got {qid!r}")
         if options is not None and (len(options) < 2 or correct is None
                                     or any(len(o) not in (2, 3) for o in options)):
             raise ValueError("options: at least two (label, why wrong[, why right]) tuples, "
                              "and correct(measurement) -> index")
-        if options is None and not tolerance > 0:
-            raise ValueError(f"tolerance: a relative tolerance > 0 for a numeric answer, got {tolerance!r}")
+        numeric = numeric or Numeric()
+        unit, tolerance, why = numeric.unit, numeric.tolerance, numeric.why
         self.qid, self.question, self.measure, self.correct = qid, question, measure, correct
         self.options, self.unit, self.tolerance, self.path, self.why = options, unit, tolerance, path, why
         style = {"description_width": "0px"}

@@ -6,6 +6,6 @@ layers per rank, micro-batches sent point to point. ``experiment`` (``measure``,
 chapter 1's data parallelism, on the same model, global batch and network, with their closed forms.
 ``mlp``: the lab's MLP as bare matrices, its forward and backward written out.
 """
-from .experiment import MODES, ParallelResult, compare, formula, measure
+from .experiment import MODES, ParallelConfig, ParallelResult, compare, formula, measure
 
-__all__ = ["MODES", "ParallelResult", "compare", "formula", "measure"]
+__all__ = ["MODES", "ParallelConfig", "ParallelResult", "compare", "formula", "measure"]

@@ -56,24 +56,56 @@ def formula(mode: str, *, ranks: int, width: int, layers: int, batch: int, micro
         return 2 * (ranks - 1) * grad, device.seconds(flops) + comm
     if mode == "tp":
         return (tensor.traffic(width, layers, batch, ranks),
-                tensor.step_time(width, layers, batch, ranks, network, device))
+                tensor.step_time(width, layers, batch, ranks, network=network, device=device))
     return (pipeline.traffic(width, batch, ranks),
-            pipeline.step_time(width, layers, batch, ranks, micro_batches, network, device))
+            pipeline.step_time(width, layers, batch, ranks, micro_batches=micro_batches, network=network,
+                               device=device))
 
 
-def measure(mode: str = "dp", *, ranks: int = 4, bandwidth="10Gbit/s", latency="50us", width: int = 256,
-            layers: int = 4, batch: int = 256, micro_batches: int = 4, device: str | Device = "cpu-core",
-            efficiency: float = 0.5, timeout: float = 120.0) -> ParallelResult:
-    """One step of `mode` ("dp", "tp" or "pp") on `ranks` real ranks; `batch` is the global batch."""
-    validate.choice(mode, "mode", MODES)
-    pool.check_ranks(ranks)
-    train.check_model(width, layers)
-    micro_batches = validate.whole(micro_batches, "micro_batches", 1, pipeline.MAX_MICRO, int_only=True)
-    mlp.check_batch(batch, ranks if mode == "dp" else micro_batches if mode == "pp" else 1)
-    if mode == "tp":
-        tensor.check(width, layers, ranks)
-    if mode == "pp":
-        pipeline.check(width, layers, ranks, micro_batches, batch)
+@dataclass(frozen=True, kw_only=True)
+class ParallelConfig:
+    """One step of `mode` ("dp", "tp" or "pp"): the ranks, the network, the model, the global batch, the device.
+
+    Frozen and keyword-only, checked when built (one ValueError naming the field), so a bad value
+    fails before any rank starts. `batch` is the global batch; `micro_batches` is the pipeline's.
+    """
+    mode: str = "dp"
+    ranks: int = 4
+    bandwidth: object = "10Gbit/s"
+    latency: object = "50us"
+    width: int = 256
+    layers: int = 4
+    batch: int = 256
+    micro_batches: int = 4
+    device: str | Device = "cpu-core"
+    efficiency: float = 0.5
+    timeout: float = 120.0
+
+    def __post_init__(self):
+        mode, ranks, width, layers, batch = self.mode, self.ranks, self.width, self.layers, self.batch
+        validate.choice(mode, "mode", MODES)
+        pool.check_ranks(ranks)
+        train.check_model(width, layers)
+        micro_batches = validate.whole(self.micro_batches, "micro_batches", 1, pipeline.MAX_MICRO, int_only=True)
+        object.__setattr__(self, "micro_batches", micro_batches)
+        mlp.check_batch(batch, ranks if mode == "dp" else micro_batches if mode == "pp" else 1)
+        if mode == "tp":
+            tensor.check(width, layers, ranks)
+        if mode == "pp":
+            pipeline.check(width, layers, ranks, micro_batches, batch=batch)
+
+
+def measure(mode: str | ParallelConfig = "dp", **settings) -> ParallelResult:
+    """One step of `mode` ("dp", "tp" or "pp") on real ranks: a ``ParallelConfig``, or a mode and the
+    config's fields as keywords (ranks=4, bandwidth, latency, width, layers, batch = the global batch, ...)."""
+    if isinstance(mode, ParallelConfig):
+        cfg = validate.config(ParallelConfig, mode, settings)
+    else:
+        cfg = ParallelConfig(mode=mode, **settings)
+    mode, ranks, bandwidth, latency = cfg.mode, cfg.ranks, cfg.bandwidth, cfg.latency
+    width, layers = cfg.width, cfg.layers
+    batch, micro_batches, device, efficiency, timeout = (cfg.batch, cfg.micro_batches, cfg.device, cfg.efficiency,
+                                                         cfg.timeout)
     net = make_network(bandwidth, latency)
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     setup = {"width": width, "layers": layers, "batch": batch, "micro_batches": micro_batches if mode == "pp" else 1,

@@ -35,7 +35,7 @@ def weights(width: int, layers: int, seed: int = 0) -> list[tuple[torch.Tensor, 
 def global_batch(batch: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """The `batch` samples of step 0's global batch: the union of what data-parallel ranks take at step 0."""
     x, y = data.load("train")
-    idx = train.batch_indices(0, 0, 1, batch, len(y), seed)
+    idx = train.batch_indices(0, 0, 1, batch, n=len(y), seed=seed)
     return x[idx], y[idx]
 
 

@@ -73,7 +73,7 @@ def _shop(times: list[float], jobs: int) -> float:
     return sum(times) + (jobs - 1) * max(times)
 
 
-def step_time(width: int, layers: int, batch: int, ranks: int, micro_batches: int, network: Network,
+def step_time(width: int, layers: int, batch: int, ranks: int, *, micro_batches: int, network: Network,
               device: Device) -> float:
     """Closed form of a GPipe step (see the module's docstring), optimizer included."""
     m, p = micro_batches, ranks
@@ -94,7 +94,7 @@ def step_time(width: int, layers: int, batch: int, ranks: int, micro_batches: in
     return max(finish)
 
 
-def check(width: int, layers: int, ranks: int, micro_batches: int, batch: int) -> None:
+def check(width: int, layers: int, ranks: int, micro_batches: int, *, batch: int) -> None:
     train.check_model(width, layers)
     if ranks > layers + 1:
         raise ValueError(f"ranks: a pipeline of {layers + 1} layers has at most {layers + 1} stages, got {ranks}")
@@ -109,7 +109,7 @@ def pp_step(comm, *, width: int = 256, layers: int = 4, batch: int = 256, micro_
     `return_grads`, its gradients by layer ``{i: (dW, db)}``.
     """
     p, s, m = comm.world_size, comm.rank, micro_batches
-    check(width, layers, p, m, batch)
+    check(width, layers, p, m, batch=batch)
     d = mlp.dims(width, layers)
     start, end = partition(width, layers, p)[s]
     last = len(d) - 1

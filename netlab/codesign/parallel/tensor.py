@@ -60,7 +60,7 @@ def rank_flops(width: int, layers: int, batch: int, ranks: int) -> int:
     return total + 2 * params
 
 
-def step_time(width: int, layers: int, batch: int, ranks: int, network: Network, device: Device) -> float:
+def step_time(width: int, layers: int, batch: int, ranks: int, *, network: Network, device: Device) -> float:
     """Closed form of a step: this rank's compute plus the alpha-beta cost of its all-reduces, back to back."""
     comm = sum(cost.ring_allreduce(ranks, 4 * n, network.nic, network.gamma)
                for n in allreduce_counts(width, layers, batch)) if ranks > 1 else 0.0

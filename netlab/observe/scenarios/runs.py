@@ -33,7 +33,8 @@ def _ps(net, timeout, zipf=1.0, hot_server=None):
     from ...ps import sparse
     w, k = PS_LAYOUT
     placement = "hash" if hot_server is None else "range"
-    cfg = sparse.SparseConfig(w, k, rows=20_000, dim=64, lookups=512, zipf=zipf, placement=placement, steps=2)
+    cfg = sparse.SparseConfig(workers=w, servers=k, rows=20_000, dim=64, lookups=512, zipf=zipf, placement=placement,
+                              steps=2)
     home = sparse.owners(cfg) if hot_server is None else hot_home(k, cfg.rows, hot_server)
     return launch.run(sparse.rank_main, cfg, home, np.zeros(0, dtype=np.int64), ranks=w + k, network=net,
                        device=device("cpu-core"), timeout=timeout).trace
