@@ -42,7 +42,7 @@ class Event:
 class Request:
     """A posted send or receive; ``comm.wait(req)`` completes it and moves the clock."""
 
-    def __init__(self, kind: str, peer: int, nbytes: int, handles: list, header=None, end=None, label=""):
+    def __init__(self, kind: str, peer: int, nbytes: int, handles: list, *, header=None, end=None, label=""):
         self.kind, self.peer, self.nbytes, self.handles = kind, peer, nbytes, handles
         self.header, self.end, self.label, self.done = header, end, label, False
         self._moved = 0                              # handles whose transport has completed
@@ -73,7 +73,7 @@ class Comm:
     """One rank's view: ``rank``, ``world_size``, point-to-point calls, ``compute``, ``now()``."""
 
     def __init__(self, rank: int, world_size: int, network: Network | None = None,
-                 device: Device | None = None, tag: int = 0, status=None, group=None):
+                 device: Device | None = None, *, tag: int = 0, status=None, group=None):
         self.rank, self.world_size = rank, world_size
         self.network, self.device, self.tag, self.group = network, device, tag, group
         self.events: list[Event] = []
@@ -190,7 +190,7 @@ class Comm:
     def recv(self, tensor, src, nbytes=None) -> None:
         self.wait(self.irecv(tensor, src, nbytes))
 
-    def sendrecv(self, send_tensor, dst, recv_tensor, src, send_nbytes=None, recv_nbytes=None) -> None:
+    def sendrecv(self, send_tensor, dst, recv_tensor, src, *, send_nbytes=None, recv_nbytes=None) -> None:
         """Send to `dst` and receive from `src` at once (a ring step); deadlock-free in a cycle."""
         s = self.isend(send_tensor, dst, send_nbytes)
         r = self.irecv(recv_tensor, src, recv_nbytes)

@@ -25,7 +25,7 @@ class RankDied(RankError):
     else is known (which ranks went with it, whether memory grew after the memory check).
     """
 
-    def __init__(self, rank: int | None, exitcode: int, oom: bool | None = None, process: str = "rank",
+    def __init__(self, rank: int | None, exitcode: int, oom: bool | None = None, *, process: str = "rank",
                  pid: int | None = None, note: str = ""):
         self.exitcode = exitcode                       # negative: the signal's number, as Process.exitcode
         self.oom = oom                                 # True: its cgroup counted an OOM kill

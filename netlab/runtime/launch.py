@@ -28,11 +28,11 @@ def run(fn, *args, ranks: int | None = None, network: Network | None = None, dev
     """Run ``fn(comm, *args, **kwargs)`` on `ranks` real gloo ranks (or on torchrun's ranks)."""
     if under_torchrun():
         from .torchrun import run_here
-        return run_here(fn, args, kwargs, ranks, network, device)
+        return run_here(fn, args, kwargs, ranks, network=network, device=device)
     if ranks is None:
         raise ValueError("ranks: how many ranks to run on (1 to %d)" % MAX_RANKS)
     check_ranks(ranks)
-    return shared.run_on_pool(fn, args, kwargs, ranks, network, device, timeout)
+    return shared.run_on_pool(fn, args, kwargs, ranks, network=network, device=device, timeout=timeout)
 
 
 def where_torch_is(fn, *args):

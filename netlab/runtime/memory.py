@@ -233,7 +233,7 @@ class Check:
 _last_check: Check | None = None
 
 
-def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/",
+def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, root: str = "/",
                  held: list[int] | None = None) -> None:
     """Refuse, with a clear error, a run whose ranks would not fit in the memory that is free now.
 

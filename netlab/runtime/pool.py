@@ -110,8 +110,8 @@ class Cluster:
                 for rank in range(world_size):
                     parent, child = ctx.Pipe()
                     p = ctx.Process(target=worker.main, name=f"netlab-rank-{rank}", daemon=True,
-                                    args=(rank, world_size, os.path.join(self._dir, "rendezvous"), child,
-                                          alive_r, self._status, pg_timeout))
+                                    args=(rank, world_size, os.path.join(self._dir, "rendezvous"), child),
+                                    kwargs={"alive": alive_r, "status_buffer": self._status, "timeout_s": pg_timeout})
                     failed = None
                     try:
                         p.start()
@@ -214,7 +214,7 @@ class Cluster:
         if oom:
             note += self._grew_note()
         note += ". The next run starts a fresh fork server and pool"
-        raise RankDied(None, code, oom, "fork server", pid, note)
+        raise RankDied(None, code, oom, process="fork server", pid=pid, note=note)
 
     def status(self) -> list[str]:
         """What each rank is waiting for right now ('' if it is not blocked in a receive or send)."""

@@ -46,7 +46,7 @@ def _pool(ranks: int) -> Cluster:                    # caller holds pool._lock
     return _default
 
 
-def run_on_pool(fn, args: tuple, kwargs: dict, ranks: int, network, device, timeout: float):
+def run_on_pool(fn, args: tuple, kwargs: dict, ranks: int, *, network, device, timeout: float):
     """``netlab.run`` on the shared pool (started or enlarged as needed), with the idle release paused."""
     with _turn(timeout):                    # the pool cannot be replaced between choosing it and running
         with _idle_lock:
@@ -217,11 +217,11 @@ def trim_when_kernel_idles() -> bool:
     return True
 
 
-def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root: str = "/",
+def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, root: str = "/",
                  held: list[int] | None = None) -> None:
     """``netlab.runtime.memory.check_memory`` with `held` defaulting to the shared pool's ranks, which a run
     reuses or replaces (so the memory they hold counts as free for it)."""
     if held is None:
         pool = _default
         held = list(pool.pids) if pool is not None and pool.alive else []
-    _memory.check_memory(ranks, per_rank_bytes, what, root, held)
+    _memory.check_memory(ranks, per_rank_bytes, what, root=root, held=held)

@@ -31,7 +31,7 @@ def _leave_together() -> None:
             dist.destroy_process_group()
 
 
-def run_here(fn, args, kwargs, ranks, network, device) -> RunResult:
+def run_here(fn, args, kwargs, ranks, *, network, device) -> RunResult:
     world_size = int(os.environ["WORLD_SIZE"])
     if ranks is not None and ranks != world_size:
         raise ValueError(f"ranks: torchrun started {world_size} ranks but {ranks} were asked for")

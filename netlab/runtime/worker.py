@@ -39,7 +39,7 @@ def _status_writer(buffer, rank: int):
     return write
 
 
-def main(rank: int, world_size: int, init_file: str, conn, alive, status_buffer, timeout_s: float) -> None:
+def main(rank: int, world_size: int, init_file: str, conn, *, alive, status_buffer, timeout_s: float) -> None:
     # Kernel > Interrupt signals the kernel's whole process group; the launcher decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A group (and session) of its own: the launcher stops the rank and everything it started with
