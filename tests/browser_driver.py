@@ -217,6 +217,11 @@ _CONTROLS = """(p) => {
     const c = el.querySelector('input[type=checkbox]');
     controls.push({kind: 'checkbox', label: el.innerText.trim(), disabled: c.disabled, now: c.checked ? 1 : 0});
   });
+  p.querySelectorAll('.widget-text').forEach(el => {
+    if (!inPanelControls(el)) return;
+    const i = el.querySelector('input');
+    if (i) controls.push({kind: 'text', label: label(el), disabled: i.disabled, now: i.value});
+  });
   const seen = {};
   controls.forEach(c => { c.n = seen[c.kind] = (c.kind in seen ? seen[c.kind] + 1 : 0); });
   return controls;
@@ -391,6 +396,31 @@ class Panel:
             return f"clicked checkbox '{control['label']}'"
         raise ValueError(f"how: must be 'key', 'drag' or 'choose', got {how!r}")
 
+    def set_index(self, control: dict, index: int, at: int | None = None) -> str:
+        """Move a control to its `index`-th position as a person does: arrow keys on a slider, one per
+        step from position `at` (default: the slider's `now`, its position for a selection slider); the
+        option in a menu; the button of a toggle; a click on a checkbox to make it `index` (0 or 1)."""
+        el, page = self._element(control), self.nb.page
+        el.scroll_into_view_if_needed()
+        if control["kind"] == "slider":
+            steps = round(index - (control["now"] if at is None else at))
+            key = "ArrowRight" if steps > 0 else "ArrowLeft"
+            el.locator(".noUi-handle").focus()
+            for _ in range(abs(steps)):
+                page.keyboard.press(key)
+            return f"{abs(steps)} x {key} on slider '{control['label']}'"
+        if control["kind"] == "dropdown":
+            el.locator("select").select_option(index=index)
+            return f"chose '{control['options'][index]}' in dropdown '{control['label']}'"
+        if control["kind"] == "toggle":
+            el.locator("button").nth(index).click()
+            return f"clicked '{control['options'][index]}' in '{control['label']}'"
+        if control["kind"] == "checkbox":
+            if bool(index) != bool(control["now"]):
+                el.locator("input[type=checkbox]").click()
+            return f"{'ticked' if index else 'cleared'} checkbox '{control['label']}'"
+        raise ValueError(f"control: a {control['kind']} cannot be moved to a position")
+
     def wait_change(self, before: Snapshot, timeout_s: float = 120, settle_s: float = 1.5) -> tuple[Snapshot, float]:
         """Wait until the panel shows something new, then until it has stopped changing for `settle_s`
         with the kernel idle (a figure may arrive after the text); return (snapshot, seconds waited)."""
@@ -409,7 +439,7 @@ class Panel:
         """Up to `most` changes: the keyboard on one slider, a drag of another, a choice in a menu or toggle."""
         enabled = [c for c in self.controls() if not c["disabled"]]
         sliders = [c for c in enabled if c["kind"] == "slider" and c["max"] > c["min"]]
-        choices = [c for c in enabled if c["kind"] != "slider"]
+        choices = [c for c in enabled if c["kind"] in ("dropdown", "toggle", "checkbox")]
         steps = []
         if sliders:
             steps.append((sliders[0], "key"))

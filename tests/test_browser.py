@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from browser_driver import ROOT, Browser, JupyterLab, Notebook, Snapshot, unavailable
+from browser_regimes import controls_of, from_page, greyed, index_of, panel_class, regimes, shadow, walk
 
 pytestmark = pytest.mark.slow             # a third of the whole suite: JupyterLab and Chromium per chapter
 
@@ -97,6 +98,60 @@ def short(text: str, lines: int = 4) -> str:
     return " | ".join(rows[:lines]) + (f" | ... ({len(rows)} lines)" if len(rows) > lines else "")
 
 
+def change_problems(nb: Notebook, what: str, before: Snapshot, after: Snapshot, secs: float, first: Snapshot,
+                    seen: set) -> list[str]:
+    """What is wrong after one change: nothing new shown, a broken figure, an error or traceback."""
+    problems = []
+    if not after.differs(before):
+        problems.append(f"{what}: the panel did not change in {secs:.0f} s")
+    problems += [f"{what}: {p}" for p in figure_problems(after, first)]
+    problems += [f"{what}: the panel shows {short(e)}" for e in after.errors]
+    problems += [f"{what}: {p}" for p in text_problems(after)]
+    problems += [f"{what}: the notebook shows {e}" for e in new_errors(nb, seen)
+                 if not any(e == short(a) for a in after.errors)]
+    return problems
+
+
+def greyed_problems(where: dict, expected: frozenset, labels: dict) -> list[str]:
+    """The controls the page greys out against those the panel's greyed() names at the page's setting."""
+    shown = {name for name, pc in where.items() if pc["disabled"]}
+    problems = []
+    if shown - expected:
+        problems.append("greys out " + ", ".join(f"'{labels[n]}'" for n in sorted(shown - expected))
+                        + ", which the panel says apply here")
+    if expected - shown:
+        problems.append("leaves " + ", ".join(f"'{labels[n]}'" for n in sorted(expected - shown))
+                        + " enabled, which the panel says do not apply here")
+    return problems
+
+
+def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set) -> tuple[list[str], int]:
+    """Move the panel through its regimes (browser_regimes.walk, from the panel class's own greyed());
+    after each change the usual checks, that the control took the value, and that the page greys out
+    exactly what greyed() says at the setting the page shows. Returns (problems, changes made)."""
+    controls = controls_of(model)
+    by_name = {c.name: c for c in controls}
+    labels = {c.name: c.label for c in controls}
+    state, where, problems = from_page(controls, panel.controls())
+    if problems:
+        return [f"the page against {type(model).__name__}: {p}" for p in problems], 0
+    problems += [f"before its regimes: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
+    plan = walk(model, regimes(model, controls, state), state)
+    for step, (name, value) in enumerate(plan, 1):
+        c = by_name[name]
+        before = panel.snapshot()
+        what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
+        after, secs = panel.wait_change(before)
+        panel.screenshot(shot(f"regime{step}-{name}"))
+        problems += change_problems(nb, what, before, after, secs, first, seen)
+        state, where, mismatch = from_page(controls, panel.controls())
+        problems += [f"{what}: {p}" for p in mismatch]
+        if state.get(name) != value:
+            problems.append(f"{what}: '{c.label}' shows {state.get(name)!r}")
+        problems += [f"{what}: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
+    return problems, len(plan)
+
+
 def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     """Start a slow change, press the toolbar's Interrupt, check it lands in one line and the next change works."""
     problems = []
@@ -144,6 +199,8 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
         problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
         panels = nb.panels()
         source = (ROOT / "labs" / chapter).read_text()
+        cls = panel_class(source, stem)
+        model = shadow(cls) if cls is not None and len(panels) == 1 else None   # its controls and greyed()
         if "Panel(" in source or "widgets." in source:      # a chapter without panels is checked by Run All only
             assert panels, f"{chapter}: no widget panel found after Run All"
         for panel in panels:
@@ -161,13 +218,10 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
                 what = panel.change(control, how)
                 after, secs = panel.wait_change(before)
                 panel.screenshot(shot(f"{step}-{how}"))
-                if not after.differs(before):
-                    problems.append(f"{name}, {what}: the panel did not change in {secs:.0f} s")
-                problems += [f"{name}, {what}: {p}" for p in figure_problems(after, first)]
-                problems += [f"{name}, {what}: the panel shows {short(e)}" for e in after.errors]
-                problems += [f"{name}, {what}: {p}" for p in text_problems(after)]
-                problems += [f"{name}, {what}: the notebook shows {e}" for e in new_errors(nb, seen)
-                             if not any(e == short(a) for a in after.errors)]
+                problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen)]
+            if model is not None:
+                found, _ = regime_problems(nb, panel, model, first, shot, seen)
+                problems += [f"{name}, {p}" for p in found]
             if chapter in INTERRUPT_IN and panel.index == len(panels) - 1:
                 problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot)]
                 problems += [f"{name} after Interrupt: the notebook shows {e}" for e in new_errors(nb, seen)]
