@@ -421,16 +421,28 @@ class Panel:
             return f"{'ticked' if index else 'cleared'} checkbox '{control['label']}'"
         raise ValueError(f"control: a {control['kind']} cannot be moved to a position")
 
+    def busy(self) -> bool:
+        """The panel's status line says a change is computing, refining its first answer or waiting for
+        the kernel (netlab.ui.panel's words). The kernel's own status is no guide: a change runs on the
+        main thread after the widget message that brought it has been answered, so the kernel reads
+        "Idle" while the panel still computes."""
+        status = self.root.locator(".netlab-panel-status")
+        if not status.count():
+            return False
+        return bool(re.search(r"computing|on its way|waiting for", status.first.inner_text()))
+
     def wait_change(self, before: Snapshot, timeout_s: float = 120, settle_s: float = 1.5) -> tuple[Snapshot, float]:
         """Wait until the panel shows something new, then until it has stopped changing for `settle_s`
-        with the kernel idle (a figure may arrive after the text); return (snapshot, seconds waited)."""
+        with the kernel idle and the panel's status line done (a figure may arrive after the text, a
+        full answer after the first); return (snapshot, seconds waited)."""
         t0 = time.monotonic()
         last, since = before, time.monotonic()
         while time.monotonic() - t0 < timeout_s:
             now = self.snapshot()
             if now.differs(last):
                 last, since = now, time.monotonic()
-            elif last.differs(before) and time.monotonic() - since >= settle_s and self.nb.kernel_status() == "Idle":
+            elif (last.differs(before) and time.monotonic() - since >= settle_s and not self.busy()
+                  and self.nb.kernel_status() == "Idle"):
                 return last, time.monotonic() - t0
             time.sleep(0.1)
         return self.snapshot(), time.monotonic() - t0

@@ -11,6 +11,14 @@ option in a menu or toggle, and after each change checks what the panel shows:
 - the figure is drawn whole: a decoded PNG of about the first one's width and ink, with ink in both
   halves and dark pixels for text and axes (a figure drawn by two threads at once is blank, half
   drawn or a traceback).
+Then it moves each panel through its regimes (tests/browser_regimes.py, read from the panel class's
+own greyed()): every option of a menu or toggle that changes which controls apply (chapter 5's three
+routing modes and two fabrics, chapter 7's seven scenarios, chapter 9's topologies and transports, ...;
+one per greyed outcome where a menu has more than seven, as chapter 4's methods), and the slider values
+where controls grey out (one node in chapters 1 and 7, one server or no stragglers in chapter 3). After
+each of these changes, besides the checks above: the control shows the value, and the page greys out
+exactly the controls greyed() names at the setting the page shows (so each is seen greyed, then enabled
+again when it applies).
 In chapter 4 it interrupts a computing panel from the toolbar and checks the interrupt lands (the
 panel says so in one line, not a traceback) and that the next change works.
 
@@ -265,3 +273,66 @@ def test_figure_checks_pass_a_whole_figure_and_catch_broken_ones():
     assert any("cut off" in p for p in figure_problems(Snapshot("t", [_png_src(cut=True)], []), first))
     assert any("appended" in p for p in figure_problems(Snapshot("t", [_png_src(), _png_src()], []), first))
     assert text_problems(Snapshot("error: TypeError: boom", [], [])) == ["the panel says 'error: TypeError: boom'"]
+
+
+# The regime walk, on the panels' own definitions (no browser needed): it reaches what the issue asks
+# for by name (every routing mode and both fabrics in chapter 5, every scenario in chapter 7), sees each
+# greyable control greyed and enabled again, and never moves a control while it is greyed.
+def _walked(chapter: str, **start):
+    model = shadow(panel_class((ROOT / "labs" / chapter).read_text(), chapter.split("_")[0]))
+    state = dict({n: c.value for n, c in model.controls.items()}, **start)
+    plan = walk(model, regimes(model, controls_of(model), state), state)
+    states = [state]
+    for name, value in plan:
+        assert name not in greyed(model, states[-1]), f"the walk moves '{name}' while it is greyed"
+        states.append(dict(states[-1], **{name: value}))
+    return model, plan, [greyed(model, s) for s in states]
+
+
+def _greyed_then_back(offs: list) -> set:
+    return {g for g in set().union(*offs) for i, off in enumerate(offs) if g in off and any(g not in o for o in offs[i:])}
+
+
+def test_regime_walk_covers_chapter_5s_routing_fabrics_and_greyed_controls():
+    _, plan, offs = _walked("05_topology.ipynb", placement="shuffled")       # where the notebook starts
+    assert {v for n, v in plan if n == "routing"} | {"ecmp"} == {"ecmp", "spray", "adaptive"}
+    assert ("fabric", "spine-leaf") in plan and ("fabric", "fat-tree") in plan                # and back
+    assert {"k", "ratio", "nics", "seed"} <= _greyed_then_back(offs)
+    assert len(plan) <= 10
+
+
+def test_regime_walk_covers_every_chapter_7_scenario_and_the_one_node_case():
+    _, plan, offs = _walked("07_observability.ipynb")
+    assert {v for n, v in plan if n == "scenario"} >= {"slow_link", "straggler", "hot_shard", "spine",
+                                                       "small_bucket", "pfc_storm", "none"}
+    assert ("ranks", 1) in plan
+    assert {"bucket", "overlap", "ranks", "bandwidth", "latency", "seed"} <= _greyed_then_back(offs)
+
+
+def test_regime_walk_greys_chapter_1s_network_for_one_node_and_back():
+    _, plan, offs = _walked("01_why_the_network.ipynb", ranks=4)
+    assert plan == [("ranks", 1), ("ranks", 4)]
+    assert offs == [frozenset(), {"bandwidth", "latency"}, frozenset()]
+
+
+def test_greyed_check_catches_a_page_that_greys_the_wrong_controls():
+    where = {"k": {"disabled": True}, "ratio": {"disabled": False}, "seed": {"disabled": False}}
+    labels = {"k": "fat-tree k", "ratio": "spine-leaf ratio :1", "seed": "seed"}
+    assert greyed_problems(where, frozenset({"k"}), labels) == []
+    assert greyed_problems(where, frozenset({"ratio"}), labels) == [
+        "greys out 'fat-tree k', which the panel says apply here",
+        "leaves 'spine-leaf ratio :1' enabled, which the panel says do not apply here"]
+
+
+def test_page_controls_are_matched_to_the_panels_by_label_and_options():
+    model = shadow(panel_class((ROOT / "labs" / "05_topology.ipynb").read_text(), "05"))
+    controls = controls_of(model)
+    page = [{"kind": "toggle", "label": "routing", "disabled": False, "options": ["ecmp", "spray", "adaptive"], "now": 1},
+            {"kind": "slider", "label": "fat-tree k", "disabled": False, "now": 2, "min": 0, "max": 3}]
+    state, where, problems = from_page(controls, page)
+    assert state == {"routing": "spray", "k": 16} and set(where) == {"routing", "k"}
+    assert len(problems) == 1 and "does not show the panel's control(s)" in problems[0]
+    page[0]["options"] = ["ecmp", "spray"]
+    page.append({"kind": "dropdown", "label": "colour", "disabled": False, "options": ["red"], "now": 0})
+    problems = from_page(controls, page)[2]
+    assert any("offers" in p for p in problems) and any("'colour' the panel does not define" in p for p in problems)
