@@ -215,7 +215,7 @@ _CONTROLS = """(p) => {
   p.querySelectorAll('.widget-checkbox').forEach(el => {
     if (!inPanelControls(el)) return;
     const c = el.querySelector('input[type=checkbox]');
-    controls.push({kind: 'checkbox', label: el.innerText.trim(), disabled: c.disabled, now: c.checked ? 1 : 0});
+    controls.push({kind: 'checkbox', label: el.innerText.replace(/\u200b/g, '').trim(), disabled: c.disabled, now: c.checked ? 1 : 0});
   });
   p.querySelectorAll('.widget-text').forEach(el => {
     if (!inPanelControls(el)) return;
@@ -239,6 +239,9 @@ class Figure:
                                      # right): a half-drawn figure lacks a part the first figure had
     edge_ink: float                  # ink in the 2-px frame: a tight bbox leaves it white, unless the
                                      # figure was drawn with another layout than it was measured with
+    grid_dark: list | None = None    # dark pixels in the same grid: axes, ticks and titles are drawn
+                                     # whatever the data (an empty bar chart keeps them; a half-drawn
+                                     # figure does not)
 
     @classmethod
     def from_src(cls, src: str) -> "Figure | None":
@@ -252,7 +255,10 @@ class Figure:
         frame = np.concatenate([ink[:2].ravel(), ink[-2:].ravel(), ink[:, :2].ravel(), ink[:, -2:].ravel()])
         grid = [[float(ink[r * h // 2:(r + 1) * h // 2, c * w // 3:(c + 1) * w // 3].mean()) for c in range(3)]
                 for r in range(2)]
-        return cls(w, h, float(ink.mean()), float((img < 100).mean()), grid, float(frame.mean()))
+        dark = img < 100
+        grid_dark = [[float(dark[r * h // 2:(r + 1) * h // 2, c * w // 3:(c + 1) * w // 3].mean()) for c in range(3)]
+                     for r in range(2)]
+        return cls(w, h, float(ink.mean()), float(dark.mean()), grid, float(frame.mean()), grid_dark)
 
 
 @dataclass

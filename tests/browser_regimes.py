@@ -184,7 +184,7 @@ def from_page(controls: list[Control], page_controls: list[dict]) -> tuple[dict,
     state, where, problems = {}, {}, []
     by_label = {(c.kind, c.label): c for c in controls}
     for pc in page_controls:
-        c = by_label.get((pc["kind"], pc["label"]))
+        c = by_label.get((pc["kind"], pc["label"].replace("\u200b", "").strip()))
         if c is None:
             problems.append(f"the page shows a {pc['kind']} '{pc['label']}' the panel does not define")
             continue

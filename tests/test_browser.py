@@ -73,8 +73,12 @@ def figure_problems(snap: Snapshot, first: Snapshot) -> list[str]:
         if fig.ink < 0.01:
             problems.append(f"figure {i} is blank ({fig.ink:.1%} of pixels drawn)")
         elif ref is not None:
+            # a part is missing when both its ink and its dark pixels (axes, ticks, titles) fell below a
+            # quarter of the first figure's: data can leave a part nearly white (a run that diverged
+            # early, a bar chart of zeros), but not without its axes
             missing = [(r, c) for r in range(2) for c in range(3)
-                       if ref.grid_ink[r][c] > 0.01 and fig.grid_ink[r][c] < 0.25 * ref.grid_ink[r][c]]
+                       if ref.grid_ink[r][c] > 0.01 and fig.grid_ink[r][c] < 0.25 * ref.grid_ink[r][c]
+                       and fig.grid_dark[r][c] < 0.25 * ref.grid_dark[r][c]]
             if missing:
                 where = ", ".join(f"{('top', 'bottom')[r]} {('left', 'middle', 'right')[c]}" for r, c in missing)
                 problems.append(f"figure {i} is half drawn: nearly empty at {where}, where the first figure was drawn")
@@ -241,7 +245,7 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
 
 # The checks themselves, on figures drawn here (no browser needed): a whole figure passes, a blank,
 # half-drawn, cut-off or appended one does not.
-def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False) -> str:
+def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False, zeros=()) -> str:
     import base64
     import io
 
@@ -252,7 +256,8 @@ def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False) -> str:
     FigureCanvasAgg(fig)
     for i, ax in enumerate(fig.subplots(1, 3)):
         if i in draw_axes:
-            ax.bar(range(4), [3, 1, 4, 1])
+            ax.bar(range(4), [0, 0, 0, 0] if i in zeros else [3, 1, 4, 1])
+            ax.set_ylim(0, 4)
             ax.set_title(f"panel {i}")
         else:
             ax.set_axis_off()
@@ -270,6 +275,7 @@ def test_figure_checks_pass_a_whole_figure_and_catch_broken_ones():
     assert figure_problems(Snapshot("new text", [_png_src()], []), first) == []
     assert any("blank" in p for p in figure_problems(Snapshot("t", [_png_src(blank=True)], []), first))
     assert any("half drawn" in p for p in figure_problems(Snapshot("t", [_png_src(draw_axes=(0,))], []), first))
+    assert figure_problems(Snapshot("t", [_png_src(zeros=(2,))], []), first) == []     # data of zeros, axes drawn
     assert any("cut off" in p for p in figure_problems(Snapshot("t", [_png_src(cut=True)], []), first))
     assert any("appended" in p for p in figure_problems(Snapshot("t", [_png_src(), _png_src()], []), first))
     assert text_problems(Snapshot("error: TypeError: boom", [], [])) == ["the panel says 'error: TypeError: boom'"]
