@@ -73,12 +73,13 @@ def figure_problems(snap: Snapshot, first: Snapshot) -> list[str]:
         if fig.ink < 0.01:
             problems.append(f"figure {i} is blank ({fig.ink:.1%} of pixels drawn)")
         elif ref is not None:
-            # a part is missing when both its ink and its dark pixels (axes, ticks, titles) fell below a
-            # quarter of the first figure's: data can leave a part nearly white (a run that diverged
-            # early, a bar chart of zeros), but not without its axes
+            # a part is missing when its ink fell below a quarter of the first figure's and it has next
+            # to no dark pixels (axes, ticks, titles: 0.2 % of a sixth of a figure is one axis line): data
+            # can leave a part nearly white (a run that diverged early, a bar chart of zeros), but a part
+            # a figure drew keeps its lines and words; one left undrawn is white
             missing = [(r, c) for r in range(2) for c in range(3)
                        if ref.grid_ink[r][c] > 0.01 and fig.grid_ink[r][c] < 0.25 * ref.grid_ink[r][c]
-                       and fig.grid_dark[r][c] < 0.25 * ref.grid_dark[r][c]]
+                       and fig.grid_dark[r][c] < min(0.002, 0.25 * ref.grid_dark[r][c])]
             if missing:
                 where = ", ".join(f"{('top', 'bottom')[r]} {('left', 'middle', 'right')[c]}" for r, c in missing)
                 problems.append(f"figure {i} is half drawn: nearly empty at {where}, where the first figure was drawn")
@@ -110,13 +111,26 @@ def short(text: str, lines: int = 4) -> str:
     return " | ".join(rows[:lines]) + (f" | ... ({len(rows)} lines)" if len(rows) > lines else "")
 
 
+def save_figures(snap: Snapshot, path: Path):
+    """The panel's PNGs as the page has them (a screenshot stops at the viewport's bottom)."""
+    import base64
+    for i, src in enumerate(snap.imgs):
+        if src.startswith("data:image/png;base64,"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.with_name(f"{path.stem}-figure{i}.png").write_bytes(base64.b64decode(src.split(",", 1)[1]))
+
+
 def change_problems(nb: Notebook, what: str, before: Snapshot, after: Snapshot, secs: float, first: Snapshot,
-                    seen: set) -> list[str]:
+                    seen: set, shot_path: Path | None = None) -> list[str]:
     """What is wrong after one change: nothing new shown, a broken figure, an error or traceback."""
     problems = []
     if not after.differs(before):
         problems.append(f"{what}: the panel did not change in {secs:.0f} s")
-    problems += [f"{what}: {p}" for p in figure_problems(after, first)]
+    broken = figure_problems(after, first)
+    if broken and shot_path is not None:
+        save_figures(after, shot_path)
+        save_figures(first, shot_path.with_name(f"{shot_path.stem}-first.png"))
+    problems += [f"{what}: {p}" for p in broken]
     problems += [f"{what}: the panel shows {short(e)}" for e in after.errors]
     problems += [f"{what}: {p}" for p in text_problems(after)]
     problems += [f"{what}: the notebook shows {e}" for e in new_errors(nb, seen)
@@ -155,7 +169,7 @@ def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set
         what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
         after, secs = panel.wait_change(before)
         panel.screenshot(shot(f"regime{step}-{name}"))
-        problems += change_problems(nb, what, before, after, secs, first, seen)
+        problems += change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
         state, where, mismatch = from_page(controls, panel.controls())
         problems += [f"{what}: {p}" for p in mismatch]
         if state.get(name) != value:
@@ -230,7 +244,8 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
                 what = panel.change(control, how)
                 after, secs = panel.wait_change(before)
                 panel.screenshot(shot(f"{step}-{how}"))
-                problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen)]
+                problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
+                                                                     shot(f"{step}-{how}"))]
             if model is not None:
                 found, _ = regime_problems(nb, panel, model, first, shot, seen)
                 problems += [f"{name}, {p}" for p in found]
