@@ -327,6 +327,8 @@ class Notebook:
                 ".jp-Notebook .jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.innerText.trim())")
             if prompts and not any("*" in p for p in prompts) and all(p != "[ ]:" for p in prompts):
                 break
+            if prompts and not any("*" in p for p in prompts) and self.errors():
+                break                               # a cell failed: Run All leaves the cells after it unrun
             time.sleep(0.5)
         else:
             raise TimeoutError(f"{self.name}: Run All did not finish in {timeout_s:.0f} s")
