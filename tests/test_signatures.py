@@ -14,9 +14,7 @@ FOLDERS = ("dataparallel", "ps", "compress", "codesign")
 KEYWORD_ONLY = {
     "ps/experiment.py:make_config": "the PSConfig builder itself: its keywords are the config's layout",
     "ps/hybrid.py:run_hybrid": "the training knobs are HybridConfig's (**training); the rest say where it runs",
-    "compress/pays.py:step_times": "a sweep: the methods, the bandwidths and where it runs",
     "compress/powersgd.py:PowerSGD.__init__": "torch's PowerSGDState takes the same keywords; compress.make builds it",
-    "compress/codec_cost.py:measure_here": "a timing helper for the calibration benchmark",
 }
 
 
