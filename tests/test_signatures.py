@@ -12,8 +12,6 @@ FOLDERS = ("dataparallel", "ps", "compress", "codesign")
 
 # More than 8 parameters, every one past the 4th keyword-only: simple options rather than a chapter's knobs.
 KEYWORD_ONLY = {
-    "ps/experiment.py:make_config": "the PSConfig builder itself: its keywords are the config's layout",
-    "ps/hybrid.py:run_hybrid": "the training knobs are HybridConfig's (**training); the rest say where it runs",
     "compress/powersgd.py:PowerSGD.__init__": "torch's PowerSGDState takes the same keywords; compress.make builds it",
 }
 
