@@ -124,7 +124,6 @@ KEYWORD_ONLY = {
     "linuxnet/linux.py:incast": "the CLI's --real flags, one keyword each (a testbed's knobs, not the model's Incast)",
     "linuxnet/linux.py:model": "the model's twin of incast: the same keywords, so one dict of settings drives both",
     "linuxnet/linux.py:ps_push": "incast's keywords with gloo ranks, plus the fixes to measure after",
-    "cosim/experiments.py:step_jitter": "the CLI's --real-steps flags, one keyword each",
     "linuxnet/netns.py:Testbed.__init__": "the testbed's shape past (senders, bandwidth, buffer, cc): ip/tc options",
 }
 
