@@ -121,10 +121,6 @@ def test_every_entry_names_something_that_exists(entry):
 SIGNED = ("cosim", "linuxnet", "cli", "fabric/tcp.py", "fabric/linux_tcp.py")
 # More than 8 parameters, every one past the 4th keyword-only, with why they are not a config.
 KEYWORD_ONLY = {
-    "linuxnet/linux.py:incast": "the CLI's --real flags, one keyword each (a testbed's knobs, not the model's Incast)",
-    "linuxnet/linux.py:model": "the model's twin of incast: the same keywords, so one dict of settings drives both",
-    "linuxnet/linux.py:ps_push": "incast's keywords with gloo ranks, plus the fixes to measure after",
-    "linuxnet/netns.py:Testbed.__init__": "the testbed's shape past (senders, bandwidth, buffer, cc): ip/tc options",
 }
 
 
