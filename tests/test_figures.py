@@ -1,5 +1,6 @@
 """The lab's visual language: distinct looks per algorithm and method, aligned time axes, labelled lines."""
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -126,6 +127,9 @@ def test_one_timeline_draws_each_interval_in_its_meanings_colour_and_lane():
                           "#dd8452": [(2, 3, -0.4, 0.0)],                # sending: the row's upper half
                           "#55a868": [(1, 3, 1.0, 1.4)]}                 # receiving: rank 1's lower half
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute", "sending", "receiving", "waiting"]
+    for bad, name in ((dict(unit="min"), "unit"), (dict(lanes={"gpu": (0, 0.8)}), "lanes")):
+        with pytest.raises(ValueError, match=f"^{name}: must be one of"):
+            timeline(spans, **bad)
 
 
 def test_chapters_1_and_7_paint_one_trace_in_the_same_colours():

@@ -13,8 +13,10 @@ from matplotlib.collections import PolyCollection
 from matplotlib.patches import Rectangle
 
 from ..runtime.trace import Trace
+from ..validate import choice
 from .common import COLORS, axes_or_new, below, time_unit
 
+UNITS = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}
 # Each meaning's name in a legend, in the legend's order.
 NAMES = {"compute": "compute", "comm": "communication", "send": "sending", "recv": "receiving", "idle": "waiting"}
 # Each meaning's look on every timeline: drawn in this order (waiting below compute below messages); the
@@ -57,7 +59,7 @@ def timeline(intervals: list[tuple], *, ax=None, ranks: int | None = None, lanes
 
     Drawing again into the same axes replaces what the last call drew (a panel keeps its axes: making
     an axes and its ticks was a sixth of a chapter 1 change)."""
-    lanes = LANES if lanes is None else lanes
+    lanes = LANES if lanes is None else {choice(kind, "lanes", list(STYLE)): lane for kind, lane in lanes.items()}
     ranks = ranks if ranks is not None else 1 + max((iv[0] for iv in intervals), default=-1)
     own = ax is None                              # a caller's axes: the caller lays the figure out once
     fig, ax = axes_or_new(ax, (9, 0.45 * ranks + 1.2))
@@ -65,7 +67,7 @@ def timeline(intervals: list[tuple], *, ax=None, ranks: int | None = None, lanes
         artist.remove()
     drawn = ax._netlab_timeline = []
     span_s = span_s or max((iv[2] for iv in intervals), default=0.0) or 1.0
-    factor, unit = ({"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[unit], unit) if unit else time_unit(span_s)
+    factor, unit = (UNITS[choice(unit, "unit", list(UNITS))], unit) if unit else time_unit(span_s)
     ax.set_xlim(0, span_s * factor)
     # One collection per kind for all ranks, added without autoscaling (limits are set here): a panel
     # redraws this on every change, and a broken_barh call per rank and kind was a third of its time.
