@@ -29,6 +29,7 @@ against it.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -248,6 +249,7 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root
     status = memory_status(root)
     if need + MEMORY_HEADROOM + ASK_MARGIN <= status.available:
         _remember(what, ranks, per_rank_bytes, status, status.available)
+        _log_check(what, ranks, per_rank_bytes, need, status, 0, None, "ran")
         return              # fits in what is free: no need to read the ranks' smaps (~15 ms each, every change)
     reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (held or ()))
     asked = None
@@ -268,6 +270,7 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root
             tried = (f" Idle pools of other notebooks were asked for their ranks first: {len(asked.released)} of "
                      f"{asked.asked} gave them back" + (f" ({len(asked.busy)} busy running)" if asked.busy else "")
                      + ".")
+        _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "refused")
         raise MemoryError(
             f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB) plus "
             f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {(status.available + reusable) / gb:.2f} GB is free "
@@ -275,6 +278,27 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", root
             f"notebook's own ranks; limit from {status.source}).{tried} Shut down other notebooks' kernels (or run "
             "netlab.shutdown() in them), or use fewer ranks or a smaller size.")
     _remember(what, ranks, per_rank_bytes, status, status.available + reusable)
+    _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "ran")
+
+
+def _log_check(what, ranks, per_rank, need, status: MemoryStatus, reusable, asked, verdict) -> None:
+    """One JSON line per check in $NETLAB_MEMORY_LOG, when set (binder/emulate.py reads them): its
+    inputs (what was free and in use, the estimate, this notebook's reusable ranks), whom it asked
+    and what it decided. Bytes; nothing is written where the variable is unset."""
+    path = os.environ.get("NETLAB_MEMORY_LOG")
+    if not path:
+        return
+    line = {"time": time.time(), "pid": os.getpid(), "notebook": os.path.basename(os.environ.get("JPY_SESSION_NAME", "")),
+            "what": what, "ranks": ranks, "per_rank": int(per_rank), "need": int(need),
+            "headroom": int(MEMORY_HEADROOM), "available": status.available, "used": status.used,
+            "limit": status.limit, "reusable": int(reusable), "verdict": verdict,
+            "asked": asked.asked if asked is not None else 0,
+            "released": list(asked.released) if asked is not None else []}
+    try:
+        with open(path, "a") as f:                 # one short write: lines from several kernels do not mix
+            f.write(json.dumps(line) + "\n")
+    except OSError:
+        pass
 
 
 def _remember(what, ranks, per_rank, status: MemoryStatus, available) -> None:
