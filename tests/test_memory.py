@@ -273,3 +273,35 @@ def test_a_pool_start_is_checked_and_its_estimate_covers_what_the_cgroup_counts(
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+@pytest.mark.slow                        # starts pools in this process
+@pytest.mark.timeout(300)
+def test_netlab_run_checks_each_pool_it_starts_once_counting_the_fork_server_only_when_none_runs(monkeypatch):
+    import netlab
+    from netlab.runtime import death, shared
+    calls = []
+    original = memory.check_memory
+
+    def spy(ranks, per_rank, what="this run", root="/", held=None, forkserver=False):
+        calls.append((ranks, per_rank, what, sorted(held or []), forkserver))
+        return original(ranks, per_rank, what, root, held, forkserver)
+    netlab.shutdown()
+    shared._stop_forkserver_if_unused()
+    assert death.forkserver_pid() is None
+    monkeypatch.setattr(memory, "check_memory", spy)
+    try:
+        netlab.run(lambda comm: comm.rank, ranks=2)                  # a pool and a fork server start
+        assert calls == [(2, memory.LIGHT_RANK_BASE, "this run on 2 ranks", [], True)]
+        first = sorted(shared._default.pids)
+        netlab.run(lambda comm: comm.rank, ranks=2)                  # reused: nothing to check
+        netlab.run(lambda comm: comm.rank, ranks=1)
+        assert len(calls) == 1
+        netlab.run(lambda comm: comm.rank, ranks=3)                  # replaced: its ranks count as free
+        assert calls[1] == (3, memory.LIGHT_RANK_BASE, "this run on 3 ranks", first, False)
+        shared.check_memory(4, 60e6, "this test run")                # the caller's own, larger estimate
+        netlab.run(lambda comm: comm.rank, ranks=4)                  # ... is not checked again
+        assert [c[2] for c in calls] == ["this run on 2 ranks", "this run on 3 ranks", "this test run"]
+        assert calls[2][4] is False                                  # the fork server already runs
+    finally:
+        netlab.shutdown()

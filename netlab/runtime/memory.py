@@ -21,8 +21,9 @@ pools count against the same 2 GB. When a run would not fit, or would leave less
 to spare, it first asks the idle pools of the user's other kernels to give their ranks back
 (``runtime/cooperate.py``), and runs if it fits then, saying what was freed
 ("freed 0.6 GB from 2 idle chapters"). What it let start is remembered, so that an OOM kill during
-the run can say that memory grew after the check (``after_the_check``). Left out: swap and
-memory.high throttling.
+the run can say that memory grew after the check (``after_the_check``). Every check can be logged
+with its inputs (``NETLAB_MEMORY_LOG``, one JSON line each; ``binder/emulate.py`` reads them). Left
+out: swap and memory.high throttling.
 
 One concept: the pool's memory accounting, the limit this process may use and a run's estimate checked
 against it.
