@@ -48,7 +48,8 @@ def _pool(ranks: int) -> Cluster:                    # caller holds pool._lock
     global _default
     if _default is None or not _default.alive or _default.world_size < ranks:
         if not _memory.checked_recently(ranks, CHECKED_S):      # netlab.run's own functions, a panel
-            check_memory(ranks, _memory.rank_bytes(0, 0, _memory.LIGHT_RANK_BASE), f"this run on {ranks} ranks")
+            what = f"this run on {ranks} rank{'s' if ranks > 1 else ''}"
+            check_memory(ranks, _memory.rank_bytes(0, 0, _memory.LIGHT_RANK_BASE), what)
         if _default is not None:
             _default.close(force=not _default.alive)
         _default = Cluster(ranks)
