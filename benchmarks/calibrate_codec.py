@@ -25,8 +25,8 @@ from netlab.compress.table import TABLE
 
 
 def per_element(method, options, ef, width, ranks, reps):
-    m = measure_here(method, ranks, width, 2, batch=32, error_feedback=ef, options=tuple(sorted(options.items())),
-                     reps=reps)
+    m = measure_here(method=method, ranks=ranks, width=width, layers=2, batch=32, error_feedback=ef,
+                     options=tuple(sorted(options.items())), reps=reps)
     d = train.parameter_count(width, 2)
     return (m["encode_here_s"] * m["gemm_flops_per_s"] / d, m["decode_here_s"] * m["gemm_flops_per_s"] / d,
             m["gemm_flops_per_s"])

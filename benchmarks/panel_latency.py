@@ -118,7 +118,9 @@ def main(argv=None):
             nb = Notebook(b.page, lab, chapter)
             try:
                 nb.open()
-                nb.run_all()
+                nb.run_all(timeout_s=1200 if args.full else 300)     # full size: chapter 1 trains 16 ranks
+                for error in nb.errors():
+                    print(f"# {chapter}: Run All stopped at an error: {' | '.join(error.strip().splitlines()[-2:])}")
                 for panel in nb.panels():
                     label, times, full, kernel = panel_latencies(nb, panel, args.changes)
                     if times:

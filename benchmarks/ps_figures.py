@@ -47,7 +47,7 @@ def main() -> None:
     print("\n3. One push/pull of width 512, 8 workers, 16 KB partitions")
     net = network(BW, LAT)
     for k in (2, 4):
-        mixed = hybrid.run_hybrid(8, k, None, bandwidth=BW, latency=LAT, width=512)
+        mixed = hybrid.run_hybrid(workers=8, cpu_servers=k, bandwidth=BW, latency=LAT, width=512)
         M = mixed["model_bytes"]
         plain = ps.run_ps(workers=8, servers=k, sharding="range", steps=1, width=512, bandwidth=BW, latency=LAT,
                           eval_every=0)

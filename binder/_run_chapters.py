@@ -9,7 +9,9 @@ an instructor's demo). Every cell runs, as Run All would until the first error a
 every failing cell is counted. Per chapter: wall time, the cgroup's peak memory (reset before the
 chapter), the cells that failed and the first error, what netlab said it freed from idle chapters,
 and every process in the cgroup when the chapter ended (its RSS and anonymous memory, and what it
-is), which says where the memory went when a chapter was refused. At the end: the OOM kills the
+is), which says where the memory went when a chapter was refused, the OOM kills the cgroup counted
+while it ran, and netlab's memory checks in its kernel ($NETLAB_MEMORY_LOG: what was free, the
+estimate, what was asked for). At the end: the OOM kills the
 cgroup counted during this mode, and the processes still in it once every kernel was shut down.
 """
 from __future__ import annotations
@@ -88,6 +90,20 @@ def _failures(nb) -> tuple[list[int], str, list[str]]:
     return sorted(set(failed)), first, freed
 
 
+def checks_of(notebook: str) -> list[dict]:
+    """The memory checks (netlab.runtime.memory, one JSON line each in $NETLAB_MEMORY_LOG) of `notebook`'s kernel."""
+    path = os.environ.get("NETLAB_MEMORY_LOG")
+    found = []
+    for line in (open(path).read().splitlines() if path and os.path.exists(path) else []):
+        try:
+            check = json.loads(line)
+        except ValueError:
+            continue
+        if check.get("notebook") == notebook:
+            found.append(check)
+    return found
+
+
 def main(mode, out, pause_s, timeout_s, *notebooks) -> int:
     rows, open_clients = [], []
     kills_before = oom_kills()
@@ -99,6 +115,7 @@ def main(mode, out, pause_s, timeout_s, *notebooks) -> int:
         client = NotebookClient(nb, timeout=float(timeout_s), kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": os.path.dirname(path)}})
         reset_peak()
+        kills_at_start = oom_kills()
         started = time.monotonic()
         error = ""
         try:
@@ -119,9 +136,10 @@ def main(mode, out, pause_s, timeout_s, *notebooks) -> int:
         peak = read_int("memory.max_usage_in_bytes", "memory.peak")
         rows.append({"chapter": os.path.basename(path), "wall_s": round(wall, 1), "peak_bytes": peak,
                      "ok": not error and not failed, "error": error or first, "failed_cells": failed,
-                     "freed": freed, "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current"),
+                     "freed": freed, "oom_kills": oom_kills() - kills_at_start,
+                     "checks": checks_of(os.path.basename(path)), "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current"),
                      "processes": processes()})
-        print(f"  {rows[-1]['chapter']}: {wall:.1f} s, peak {peak / 1e6:.0f} MB"
+        print(f"  {rows[-1]['chapter']}: {wall:.1f} s, peak {peak / 1e6:.0f} MB, OOM kills {rows[-1]['oom_kills']}"
               f"{f', cells failed {failed}' if failed else ''} {error or first} {' '.join(freed)}", flush=True)
     end = read_int("memory.usage_in_bytes", "memory.current")
     for client in open_clients:

@@ -205,6 +205,9 @@ def main(argv=None) -> int:
             cmd = ["taskset", "-c", args.cpu, os.path.join(BINDER, "start"), python,
                    os.path.join(BINDER, "_run_chapters.py"), mode, out, str(args.pause), str(args.timeout),
                    *[os.path.join(REPO, "labs", c) for c in chapters]]
+            env["NETLAB_MEMORY_LOG"] = os.path.join(args.venv, f"memory-checks-{mode}.jsonl")
+            if os.path.exists(env["NETLAB_MEMORY_LOG"]):
+                os.unlink(env["NETLAB_MEMORY_LOG"])
             log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}")
             # join the cgroup, then become the runner: every kernel and rank it starts is inside
             shell = f'echo $$ > {cg.path}/cgroup.procs && exec "$@"'
@@ -223,10 +226,14 @@ def main(argv=None) -> int:
         for row in rows.get("chapters", []):
             failed = f"cells failed {row['failed_cells']}: " if row.get("failed_cells") else ""
             log(f"{row['chapter']:32s} {mode:12s} {row['wall_s']:7.1f} {row['peak_bytes'] / 1e6:8.0f}  "
-                f"{'yes' if row['ok'] else 'NO ':3s}  {failed}{row.get('error', '')[:80]}")
+                f"{'yes' if row['ok'] else 'NO ':3s}  {failed}{'OOM kills %d: ' % row['oom_kills'] if row.get('oom_kills') else ''}{row.get('error', '')[:80]}")
             for line in row.get("freed", []):
                 log(f"    {line}")
-            if not row["ok"]:                      # where the memory was when it failed
+            for c in row.get("checks", []):                # netlab's memory checks in this chapter's kernel
+                log(f"    check {c['what'][:34]:34s} free {c['available'] / 1e6:5.0f} MB (+{c['reusable'] / 1e6:.0f} own) "
+                    f"need {c['need'] / 1e6:5.0f} MB + {c['headroom'] / 1e6:.0f}: {c['verdict']}"
+                    + (f", asked {c['asked']}, freed by {len(c['released'])}" if c.get("asked") else ""))
+            if not row["ok"] or row.get("oom_kills"):                      # where the memory was when it failed
                 for proc in row.get("processes", []):
                     log(f"    pid {proc['pid']:>7d}  RSS {proc['rss_mb']:5d} MB  anon {proc['anon_mb']:5d} MB  {proc['what']}")
         if "error" in rows:

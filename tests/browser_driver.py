@@ -215,7 +215,12 @@ _CONTROLS = """(p) => {
   p.querySelectorAll('.widget-checkbox').forEach(el => {
     if (!inPanelControls(el)) return;
     const c = el.querySelector('input[type=checkbox]');
-    controls.push({kind: 'checkbox', label: el.innerText.trim(), disabled: c.disabled, now: c.checked ? 1 : 0});
+    controls.push({kind: 'checkbox', label: el.innerText.replace(/\u200b/g, '').trim(), disabled: c.disabled, now: c.checked ? 1 : 0});
+  });
+  p.querySelectorAll('.widget-text').forEach(el => {
+    if (!inPanelControls(el)) return;
+    const i = el.querySelector('input');
+    if (i) controls.push({kind: 'text', label: label(el), disabled: i.disabled, now: i.value});
   });
   const seen = {};
   controls.forEach(c => { c.n = seen[c.kind] = (c.kind in seen ? seen[c.kind] + 1 : 0); });
@@ -234,6 +239,9 @@ class Figure:
                                      # right): a half-drawn figure lacks a part the first figure had
     edge_ink: float                  # ink in the 2-px frame: a tight bbox leaves it white, unless the
                                      # figure was drawn with another layout than it was measured with
+    grid_dark: list | None = None    # dark pixels in the same grid: axes, ticks and titles are drawn
+                                     # whatever the data (an empty bar chart keeps them; a half-drawn
+                                     # figure does not)
 
     @classmethod
     def from_src(cls, src: str) -> "Figure | None":
@@ -247,7 +255,10 @@ class Figure:
         frame = np.concatenate([ink[:2].ravel(), ink[-2:].ravel(), ink[:, :2].ravel(), ink[:, -2:].ravel()])
         grid = [[float(ink[r * h // 2:(r + 1) * h // 2, c * w // 3:(c + 1) * w // 3].mean()) for c in range(3)]
                 for r in range(2)]
-        return cls(w, h, float(ink.mean()), float((img < 100).mean()), grid, float(frame.mean()))
+        dark = img < 100
+        grid_dark = [[float(dark[r * h // 2:(r + 1) * h // 2, c * w // 3:(c + 1) * w // 3].mean()) for c in range(3)]
+                     for r in range(2)]
+        return cls(w, h, float(ink.mean()), float(dark.mean()), grid, float(frame.mean()), grid_dark)
 
 
 @dataclass
@@ -316,6 +327,8 @@ class Notebook:
                 ".jp-Notebook .jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.innerText.trim())")
             if prompts and not any("*" in p for p in prompts) and all(p != "[ ]:" for p in prompts):
                 break
+            if prompts and not any("*" in p for p in prompts) and self.errors():
+                break                               # a cell failed: Run All leaves the cells after it unrun
             time.sleep(0.5)
         else:
             raise TimeoutError(f"{self.name}: Run All did not finish in {timeout_s:.0f} s")
@@ -391,16 +404,53 @@ class Panel:
             return f"clicked checkbox '{control['label']}'"
         raise ValueError(f"how: must be 'key', 'drag' or 'choose', got {how!r}")
 
+    def set_index(self, control: dict, index: int, at: int | None = None) -> str:
+        """Move a control to its `index`-th position as a person does: arrow keys on a slider, one per
+        step from position `at` (default: the slider's `now`, its position for a selection slider); the
+        option in a menu; the button of a toggle; a click on a checkbox to make it `index` (0 or 1)."""
+        el, page = self._element(control), self.nb.page
+        el.scroll_into_view_if_needed()
+        if control["kind"] == "slider":
+            steps = round(index - (control["now"] if at is None else at))
+            key = "ArrowRight" if steps > 0 else "ArrowLeft"
+            el.locator(".noUi-handle").focus()
+            for _ in range(abs(steps)):
+                page.keyboard.press(key)
+            return f"{abs(steps)} x {key} on slider '{control['label']}'"
+        if control["kind"] == "dropdown":
+            el.locator("select").select_option(index=index)
+            return f"chose '{control['options'][index]}' in dropdown '{control['label']}'"
+        if control["kind"] == "toggle":
+            el.locator("button").nth(index).click()
+            return f"clicked '{control['options'][index]}' in '{control['label']}'"
+        if control["kind"] == "checkbox":
+            if bool(index) != bool(control["now"]):
+                el.locator("input[type=checkbox]").click()
+            return f"{'ticked' if index else 'cleared'} checkbox '{control['label']}'"
+        raise ValueError(f"control: a {control['kind']} cannot be moved to a position")
+
+    def busy(self) -> bool:
+        """The panel's status line says a change is computing, refining its first answer or waiting for
+        the kernel (netlab.ui.panel's words). The kernel's own status is no guide: a change runs on the
+        main thread after the widget message that brought it has been answered, so the kernel reads
+        "Idle" while the panel still computes."""
+        status = self.root.locator(".netlab-panel-status")
+        if not status.count():
+            return False
+        return bool(re.search(r"computing|on its way|waiting for", status.first.inner_text()))
+
     def wait_change(self, before: Snapshot, timeout_s: float = 120, settle_s: float = 1.5) -> tuple[Snapshot, float]:
         """Wait until the panel shows something new, then until it has stopped changing for `settle_s`
-        with the kernel idle (a figure may arrive after the text); return (snapshot, seconds waited)."""
+        with the kernel idle and the panel's status line done (a figure may arrive after the text, a
+        full answer after the first); return (snapshot, seconds waited)."""
         t0 = time.monotonic()
         last, since = before, time.monotonic()
         while time.monotonic() - t0 < timeout_s:
             now = self.snapshot()
             if now.differs(last):
                 last, since = now, time.monotonic()
-            elif last.differs(before) and time.monotonic() - since >= settle_s and self.nb.kernel_status() == "Idle":
+            elif (last.differs(before) and time.monotonic() - since >= settle_s and not self.busy()
+                  and self.nb.kernel_status() == "Idle"):
                 return last, time.monotonic() - t0
             time.sleep(0.1)
         return self.snapshot(), time.monotonic() - t0
@@ -409,7 +459,7 @@ class Panel:
         """Up to `most` changes: the keyboard on one slider, a drag of another, a choice in a menu or toggle."""
         enabled = [c for c in self.controls() if not c["disabled"]]
         sliders = [c for c in enabled if c["kind"] == "slider" and c["max"] > c["min"]]
-        choices = [c for c in enabled if c["kind"] != "slider"]
+        choices = [c for c in enabled if c["kind"] in ("dropdown", "toggle", "checkbox")]
         steps = []
         if sliders:
             steps.append((sliders[0], "key"))

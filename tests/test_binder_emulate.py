@@ -56,7 +56,10 @@ def test_chapter_1_runs_in_one_cpu_and_2_gb(tmp_path):
         if mode != "alone":                                             # the kernel left open is listed
             assert any(p["what"] == "kernel" and p["rss_mb"] > 50 for p in row["processes"])
         assert any(p["what"] == "JupyterLab server" and p["rss_mb"] > 30 for p in row["processes"])  # counted too
-        assert data["results"][mode]["oom_kills"] == 0
+        assert data["results"][mode]["oom_kills"] == 0 and row["oom_kills"] == 0
+        # netlab's memory checks in the chapter's kernel were logged; its first one had to start a fork server
+        assert row["checks"] and row["checks"][0]["forkserver"] > 0 and row["checks"][0]["verdict"] == "ran"
+        assert all(0 < c["available"] <= c["limit"] <= 2e9 for c in row["checks"])   # the cgroup's own limit
 
 
 def test_binder_start_sets_one_thread_and_a_short_idle_release_unless_told():

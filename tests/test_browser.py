@@ -11,6 +11,14 @@ option in a menu or toggle, and after each change checks what the panel shows:
 - the figure is drawn whole: a decoded PNG of about the first one's width and ink, with ink in both
   halves and dark pixels for text and axes (a figure drawn by two threads at once is blank, half
   drawn or a traceback).
+Then it moves each panel through its regimes (tests/browser_regimes.py, read from the panel class's
+own greyed()): every option of a menu or toggle that changes which controls apply (chapter 5's three
+routing modes and two fabrics, chapter 7's seven scenarios, chapter 9's topologies and transports, ...;
+one per greyed outcome where a menu has more than seven, as chapter 4's methods), and the slider values
+where controls grey out (one node in chapters 1 and 7, one server or no stragglers in chapter 3). After
+each of these changes, besides the checks above: the control shows the value, and the page greys out
+exactly the controls greyed() names at the setting the page shows (so each is seen greyed, then enabled
+again when it applies).
 In chapter 4 it interrupts a computing panel from the toolbar and checks the interrupt lands (the
 panel says so in one line, not a traceback) and that the next change works.
 
@@ -26,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from browser_driver import ROOT, Browser, JupyterLab, Notebook, Snapshot, unavailable
+from browser_regimes import controls_of, from_page, greyed, index_of, panel_class, regimes, shadow, walk
 
 pytestmark = pytest.mark.slow             # a third of the whole suite: JupyterLab and Chromium per chapter
 
@@ -64,8 +73,13 @@ def figure_problems(snap: Snapshot, first: Snapshot) -> list[str]:
         if fig.ink < 0.01:
             problems.append(f"figure {i} is blank ({fig.ink:.1%} of pixels drawn)")
         elif ref is not None:
+            # a part is missing when its ink fell below a quarter of the first figure's and it has next
+            # to no dark pixels (axes, ticks, titles: 0.2 % of a sixth of a figure is one axis line): data
+            # can leave a part nearly white (a run that diverged early, a bar chart of zeros), but a part
+            # a figure drew keeps its lines and words; one left undrawn is white
             missing = [(r, c) for r in range(2) for c in range(3)
-                       if ref.grid_ink[r][c] > 0.01 and fig.grid_ink[r][c] < 0.25 * ref.grid_ink[r][c]]
+                       if ref.grid_ink[r][c] > 0.01 and fig.grid_ink[r][c] < 0.25 * ref.grid_ink[r][c]
+                       and fig.grid_dark[r][c] < min(0.002, 0.25 * ref.grid_dark[r][c])]
             if missing:
                 where = ", ".join(f"{('top', 'bottom')[r]} {('left', 'middle', 'right')[c]}" for r, c in missing)
                 problems.append(f"figure {i} is half drawn: nearly empty at {where}, where the first figure was drawn")
@@ -95,6 +109,73 @@ def new_errors(nb: Notebook, seen: set) -> list[str]:
 def short(text: str, lines: int = 4) -> str:
     rows = text.strip().splitlines()
     return " | ".join(rows[:lines]) + (f" | ... ({len(rows)} lines)" if len(rows) > lines else "")
+
+
+def save_figures(snap: Snapshot, path: Path):
+    """The panel's PNGs as the page has them (a screenshot stops at the viewport's bottom)."""
+    import base64
+    for i, src in enumerate(snap.imgs):
+        if src.startswith("data:image/png;base64,"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.with_name(f"{path.stem}-figure{i}.png").write_bytes(base64.b64decode(src.split(",", 1)[1]))
+
+
+def change_problems(nb: Notebook, what: str, before: Snapshot, after: Snapshot, secs: float, first: Snapshot,
+                    seen: set, shot_path: Path | None = None) -> list[str]:
+    """What is wrong after one change: nothing new shown, a broken figure, an error or traceback."""
+    problems = []
+    if not after.differs(before):
+        problems.append(f"{what}: the panel did not change in {secs:.0f} s")
+    broken = figure_problems(after, first)
+    if broken and shot_path is not None:
+        save_figures(after, shot_path)
+        save_figures(first, shot_path.with_name(f"{shot_path.stem}-first.png"))
+    problems += [f"{what}: {p}" for p in broken]
+    problems += [f"{what}: the panel shows {short(e)}" for e in after.errors]
+    problems += [f"{what}: {p}" for p in text_problems(after)]
+    problems += [f"{what}: the notebook shows {e}" for e in new_errors(nb, seen)
+                 if not any(e == short(a) for a in after.errors)]
+    return problems
+
+
+def greyed_problems(where: dict, expected: frozenset, labels: dict) -> list[str]:
+    """The controls the page greys out against those the panel's greyed() names at the page's setting."""
+    shown = {name for name, pc in where.items() if pc["disabled"]}
+    problems = []
+    if shown - expected:
+        problems.append("greys out " + ", ".join(f"'{labels[n]}'" for n in sorted(shown - expected))
+                        + ", which the panel says apply here")
+    if expected - shown:
+        problems.append("leaves " + ", ".join(f"'{labels[n]}'" for n in sorted(expected - shown))
+                        + " enabled, which the panel says do not apply here")
+    return problems
+
+
+def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set) -> tuple[list[str], int]:
+    """Move the panel through its regimes (browser_regimes.walk, from the panel class's own greyed());
+    after each change the usual checks, that the control took the value, and that the page greys out
+    exactly what greyed() says at the setting the page shows. Returns (problems, changes made)."""
+    controls = controls_of(model)
+    by_name = {c.name: c for c in controls}
+    labels = {c.name: c.label for c in controls}
+    state, where, problems = from_page(controls, panel.controls())
+    if problems:
+        return [f"the page against {type(model).__name__}: {p}" for p in problems], 0
+    problems += [f"before its regimes: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
+    plan = walk(model, regimes(model, controls, state), state)
+    for step, (name, value) in enumerate(plan, 1):
+        c = by_name[name]
+        before = panel.snapshot()
+        what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
+        after, secs = panel.wait_change(before)
+        panel.screenshot(shot(f"regime{step}-{name}"))
+        problems += change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
+        state, where, mismatch = from_page(controls, panel.controls())
+        problems += [f"{what}: {p}" for p in mismatch]
+        if state.get(name) != value:
+            problems.append(f"{what}: '{c.label}' shows {state.get(name)!r}")
+        problems += [f"{what}: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
+    return problems, len(plan)
 
 
 def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
@@ -144,6 +225,8 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
         problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
         panels = nb.panels()
         source = (ROOT / "labs" / chapter).read_text()
+        cls = panel_class(source, stem)
+        model = shadow(cls) if cls is not None and len(panels) == 1 else None   # its controls and greyed()
         if "Panel(" in source or "widgets." in source:      # a chapter without panels is checked by Run All only
             assert panels, f"{chapter}: no widget panel found after Run All"
         for panel in panels:
@@ -161,13 +244,11 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
                 what = panel.change(control, how)
                 after, secs = panel.wait_change(before)
                 panel.screenshot(shot(f"{step}-{how}"))
-                if not after.differs(before):
-                    problems.append(f"{name}, {what}: the panel did not change in {secs:.0f} s")
-                problems += [f"{name}, {what}: {p}" for p in figure_problems(after, first)]
-                problems += [f"{name}, {what}: the panel shows {short(e)}" for e in after.errors]
-                problems += [f"{name}, {what}: {p}" for p in text_problems(after)]
-                problems += [f"{name}, {what}: the notebook shows {e}" for e in new_errors(nb, seen)
-                             if not any(e == short(a) for a in after.errors)]
+                problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
+                                                                     shot(f"{step}-{how}"))]
+            if model is not None:
+                found, _ = regime_problems(nb, panel, model, first, shot, seen)
+                problems += [f"{name}, {p}" for p in found]
             if chapter in INTERRUPT_IN and panel.index == len(panels) - 1:
                 problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot)]
                 problems += [f"{name} after Interrupt: the notebook shows {e}" for e in new_errors(nb, seen)]
@@ -179,7 +260,7 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
 
 # The checks themselves, on figures drawn here (no browser needed): a whole figure passes, a blank,
 # half-drawn, cut-off or appended one does not.
-def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False) -> str:
+def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False, zeros=()) -> str:
     import base64
     import io
 
@@ -190,7 +271,8 @@ def _png_src(draw_axes=(0, 1, 2), blank=False, cut=False) -> str:
     FigureCanvasAgg(fig)
     for i, ax in enumerate(fig.subplots(1, 3)):
         if i in draw_axes:
-            ax.bar(range(4), [3, 1, 4, 1])
+            ax.bar(range(4), [0, 0, 0, 0] if i in zeros else [3, 1, 4, 1])
+            ax.set_ylim(0, 4)
             ax.set_title(f"panel {i}")
         else:
             ax.set_axis_off()
@@ -208,6 +290,70 @@ def test_figure_checks_pass_a_whole_figure_and_catch_broken_ones():
     assert figure_problems(Snapshot("new text", [_png_src()], []), first) == []
     assert any("blank" in p for p in figure_problems(Snapshot("t", [_png_src(blank=True)], []), first))
     assert any("half drawn" in p for p in figure_problems(Snapshot("t", [_png_src(draw_axes=(0,))], []), first))
+    assert figure_problems(Snapshot("t", [_png_src(zeros=(2,))], []), first) == []     # data of zeros, axes drawn
     assert any("cut off" in p for p in figure_problems(Snapshot("t", [_png_src(cut=True)], []), first))
     assert any("appended" in p for p in figure_problems(Snapshot("t", [_png_src(), _png_src()], []), first))
     assert text_problems(Snapshot("error: TypeError: boom", [], [])) == ["the panel says 'error: TypeError: boom'"]
+
+
+# The regime walk, on the panels' own definitions (no browser needed): it reaches what the issue asks
+# for by name (every routing mode and both fabrics in chapter 5, every scenario in chapter 7), sees each
+# greyable control greyed and enabled again, and never moves a control while it is greyed.
+def _walked(chapter: str, **start):
+    model = shadow(panel_class((ROOT / "labs" / chapter).read_text(), chapter.split("_")[0]))
+    state = dict({n: c.value for n, c in model.controls.items()}, **start)
+    plan = walk(model, regimes(model, controls_of(model), state), state)
+    states = [state]
+    for name, value in plan:
+        assert name not in greyed(model, states[-1]), f"the walk moves '{name}' while it is greyed"
+        states.append(dict(states[-1], **{name: value}))
+    return model, plan, [greyed(model, s) for s in states]
+
+
+def _greyed_then_back(offs: list) -> set:
+    return {g for g in set().union(*offs) for i, off in enumerate(offs) if g in off and any(g not in o for o in offs[i:])}
+
+
+def test_regime_walk_covers_chapter_5s_routing_fabrics_and_greyed_controls():
+    _, plan, offs = _walked("05_topology.ipynb", placement="shuffled")       # where the notebook starts
+    assert {v for n, v in plan if n == "routing"} | {"ecmp"} == {"ecmp", "spray", "adaptive"}
+    assert ("fabric", "spine-leaf") in plan and ("fabric", "fat-tree") in plan                # and back
+    assert {"k", "ratio", "nics", "seed"} <= _greyed_then_back(offs)
+    assert len(plan) <= 10
+
+
+def test_regime_walk_covers_every_chapter_7_scenario_and_the_one_node_case():
+    _, plan, offs = _walked("07_observability.ipynb")
+    assert {v for n, v in plan if n == "scenario"} >= {"slow_link", "straggler", "hot_shard", "spine",
+                                                       "small_bucket", "pfc_storm", "none"}
+    assert ("ranks", 1) in plan
+    assert {"bucket", "overlap", "ranks", "bandwidth", "latency", "seed"} <= _greyed_then_back(offs)
+
+
+def test_regime_walk_greys_chapter_1s_network_for_one_node_and_back():
+    _, plan, offs = _walked("01_why_the_network.ipynb", ranks=4)
+    assert plan == [("ranks", 1), ("ranks", 4)]
+    assert offs == [frozenset(), {"bandwidth", "latency"}, frozenset()]
+
+
+def test_greyed_check_catches_a_page_that_greys_the_wrong_controls():
+    where = {"k": {"disabled": True}, "ratio": {"disabled": False}, "seed": {"disabled": False}}
+    labels = {"k": "fat-tree k", "ratio": "spine-leaf ratio :1", "seed": "seed"}
+    assert greyed_problems(where, frozenset({"k"}), labels) == []
+    assert greyed_problems(where, frozenset({"ratio"}), labels) == [
+        "greys out 'fat-tree k', which the panel says apply here",
+        "leaves 'spine-leaf ratio :1' enabled, which the panel says do not apply here"]
+
+
+def test_page_controls_are_matched_to_the_panels_by_label_and_options():
+    model = shadow(panel_class((ROOT / "labs" / "05_topology.ipynb").read_text(), "05"))
+    controls = controls_of(model)
+    page = [{"kind": "toggle", "label": "routing", "disabled": False, "options": ["ecmp", "spray", "adaptive"], "now": 1},
+            {"kind": "slider", "label": "fat-tree k", "disabled": False, "now": 2, "min": 0, "max": 3}]
+    state, where, problems = from_page(controls, page)
+    assert state == {"routing": "spray", "k": 16} and set(where) == {"routing", "k"}
+    assert len(problems) == 1 and "does not show the panel's control(s)" in problems[0]
+    page[0]["options"] = ["ecmp", "spray"]
+    page.append({"kind": "dropdown", "label": "colour", "disabled": False, "options": ["red"], "now": 0})
+    problems = from_page(controls, page)[2]
+    assert any("offers" in p for p in problems) and any("'colour' the panel does not define" in p for p in problems)

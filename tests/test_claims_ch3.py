@@ -99,7 +99,7 @@ def test_the_ring_all_reduces_step_lies_between_bsp_and_the_slack_modes(modes):
 @claim("ch3.byteps-between")
 def test_bytepss_hybrid_beats_the_ps_and_the_ring_and_stays_above_its_optimum():
     p, k = 8, 4
-    mixed = hybrid.run_hybrid(p, k, bandwidth="1Gbit/s", latency="5us", width=512)
+    mixed = hybrid.run_hybrid(workers=p, cpu_servers=k, bandwidth="1Gbit/s", latency="5us", width=512)
     plain = ps.run_ps(workers=p, servers=k, steps=1, width=512, bandwidth="1Gbit/s", latency="5us", eval_every=0)
     ring = baseline.run_allreduce(workers=p, steps=1, width=512, bandwidth="1Gbit/s", latency="5us", eval_every=0)
     m = mixed["model_bytes"]

@@ -1,5 +1,6 @@
 """The lab's visual language: distinct looks per algorithm and method, aligned time axes, labelled lines."""
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -102,3 +103,48 @@ def test_capstone_curves_never_share_a_look_and_the_bisection_bars_draw_every_ro
     fig = Figure()
     bisection_bars(rows, fig=fig)
     assert len(fig.axes[0].patches) == 4 and len(fig.axes[0].texts) == 4
+
+
+def _boxes(ax) -> dict:
+    """colour -> sorted (x0, x1, y0, y1) of every box an axes' collections drew, read off their paths."""
+    from matplotlib.colors import to_hex
+    out = {}
+    for c in ax.collections:
+        for path in c.get_paths():
+            (x0, y0), (x1, y1) = path.vertices.min(axis=0), path.vertices.max(axis=0)
+            out.setdefault(to_hex(c.get_facecolor()[0]), []).append(tuple(round(v, 9) for v in (x0, x1, y0, y1)))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_one_timeline_draws_each_interval_in_its_meanings_colour_and_lane():
+    from netlab.figures.timeline import timeline
+    spans = [(0, 0.0, 2e-3, "compute"), (0, 2e-3, 3e-3, "send"), (1, 1e-3, 3e-3, "recv"), (1, 0.0, 1e-3, "what")]
+    fig = timeline(spans, clock="wall")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "wall time (ms)" and ax.get_xlim() == (0, 3)     # 0 to the last end, in ms
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["rank 0", "rank 1"]
+    assert _boxes(ax) == {"#4c72b0": [(0, 2, -0.4, 0.4)],                # compute: rank 0's whole row
+                          "#dd8452": [(2, 3, -0.4, 0.0)],                # sending: the row's upper half
+                          "#55a868": [(1, 3, 1.0, 1.4)]}                 # receiving: rank 1's lower half
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute", "sending", "receiving", "waiting"]
+    for bad, name in ((dict(unit="min"), "unit"), (dict(lanes={"gpu": (0, 0.8)}), "lanes")):
+        with pytest.raises(ValueError, match=f"^{name}: must be one of"):
+            timeline(spans, **bad)
+
+
+def test_chapters_1_and_7_paint_one_trace_in_the_same_colours():
+    # one trace: compute, then rank 0 sends and rank 1 receives; chapter 7 has no collective regions in
+    # it, so its communication lane shows the messages (analysis.kernels)
+    from netlab.figures.timeline import from_trace, timeline
+    from netlab.figures.trace import kernel_timeline
+    from netlab.runtime.trace import Trace
+    trace = Trace.from_tuples([[(0, "compute", -1, 0, 0.0, 1e-3, ""), (0, "send", 1, 8, 1e-3, 2e-3, "")],
+                               [(1, "compute", -1, 0, 0.0, 1.5e-3, ""), (1, "recv", 0, 8, 1.5e-3, 2e-3, "")]],
+                              [2e-3, 2e-3], virtual=True)
+    one = _boxes(timeline(from_trace(trace), clock="virtual").axes[0])
+    seven = kernel_timeline(trace).axes[0]
+    assert [b[:2] for b in one["#4c72b0"]] == [b[:2] for b in _boxes(seven)["#4c72b0"]] == [(0, 1), (0, 1.5)]
+    assert _boxes(seven) == {"#4c72b0": [(0, 1, -0.45, -0.05), (0, 1.5, 0.55, 0.95)],     # compute, upper lane
+                             "#dd8452": [(1, 2, 0.05, 0.45), (1.5, 2, 1.05, 1.45)]}       # messages, lower lane
+    assert one["#dddddd"] == [(0, 2, -0.4, 0.4), (0, 2, 0.6, 1.4)]          # chapter 1: waiting behind each rank
+    assert [t.get_text().split("\n")[0] for t in seven.texts] == ["exposed 1.00 ms", "exposed 0.50 ms"]

@@ -7,6 +7,7 @@ check is Python's own record of what was imported, not netlab's. Chapter 4's cal
 check with an answer written as the chapter asks (``import torch`` inside the function): the check
 runs it on a rank.
 """
+import ast
 import json
 import os
 import subprocess
@@ -70,9 +71,14 @@ def chapter_imports(notebook: str) -> list[str]:
     lines = []
     for cell in nb.cells:
         if cell.cell_type == "code":
-            for line in cell.source.splitlines():
-                if line.startswith(("import ", "from ")) and line not in lines:
-                    lines.append(line)
+            source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line   # IPython magics
+                               for line in cell.source.splitlines())
+            tree = ast.parse(source)               # whole statements: an import may wrap over several lines
+            for node in tree.body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    line = ast.get_source_segment(source, node)
+                    if line not in lines:
+                        lines.append(line)
     return lines
 
 

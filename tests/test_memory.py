@@ -2,6 +2,8 @@
 import os
 import platform
 import sys
+import textwrap
+import time
 
 import pytest
 
@@ -181,3 +183,126 @@ def test_a_real_runs_ranks_stay_within_the_estimate_the_memory_check_uses(monkey
         sampler.join()
     assert asked and len(peak) == 6 and min(peak.values()) > 5e6          # it sampled real ranks
     assert max(peak.values()) < asked[-1], (max(peak.values()), asked[-1])
+
+
+def test_a_run_that_starts_a_fork_server_counts_it(tmp_path):
+    """Four ranks that fit what is free on their own are refused when the fork server that would
+    start them does not fit beside them, and the error says so."""
+    root = str(tmp_path)
+    meminfo(root)
+    write(root, "proc/self/cgroup", "0::/pod\n")
+    write(root, "sys/fs/cgroup/pod/memory.max", str(2 * GB))
+    write(root, "sys/fs/cgroup/pod/memory.current", str(int(1.4 * GB)))   # 0.64 GB free
+    per_rank = 50e6                                    # 0.2 GB + 0.3 GB headroom: fits without a fork server
+    memory.check_memory(4, per_rank, root=root, held=[])
+    with pytest.raises(MemoryError, match=r"needs about 0\.44 GB \(4 ranks x 50 MB, and the fork server that "
+                                          r"starts them, 240 MB\)"):
+        memory.check_memory(4, per_rank, "this run", root=root, held=[], forkserver=True)
+
+
+def test_each_check_is_logged_with_its_inputs_when_asked(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    meminfo(root)
+    write(root, "proc/self/cgroup", "0::/pod\n")
+    write(root, "sys/fs/cgroup/pod/memory.max", str(2 * GB))
+    write(root, "sys/fs/cgroup/pod/memory.current", str(GB))
+    log = tmp_path / "checks.jsonl"
+    monkeypatch.setenv("NETLAB_MEMORY_LOG", str(log))
+    monkeypatch.setenv("JPY_SESSION_NAME", "labs/05_topology.ipynb")
+    memory.check_memory(2, 100e6, "this step", root=root, held=[], forkserver=True)
+    with pytest.raises(MemoryError):
+        memory.check_memory(12, 100e6, "that step", root=root, held=[])
+    import json
+    ran, refused = [json.loads(line) for line in log.read_text().splitlines()]
+    assert (ran["what"], ran["verdict"], ran["notebook"]) == ("this step", "ran", "05_topology.ipynb")
+    assert ran["need"] == 200e6 + memory.FORKSERVER_BYTES and ran["forkserver"] == memory.FORKSERVER_BYTES
+    assert ran["available"] == GB and ran["used"] == GB and ran["limit"] == 2 * GB
+    assert (refused["verdict"], refused["need"], refused["forkserver"]) == ("refused", 1.2e9, 0)
+
+
+POOL_START = textwrap.dedent("""
+    import json, os, sys, time
+    import netlab
+    from netlab.runtime import death, shared
+
+    def usage():
+        return int(open(os.path.join(sys.argv[1], "memory.usage_in_bytes")).read())
+
+    time.sleep(1.0)
+    before = usage()
+    netlab.run(lambda comm: comm.rank, ranks=8)                 # nothing checked it before: the pool start does
+    time.sleep(1.0)
+    print(json.dumps({"grew": usage() - before, "pids": shared._default.pids, "fs": death.forkserver_pid()}))
+    netlab.shutdown()
+""")
+
+
+@pytest.mark.slow                        # a fresh interpreter starts a fork server and 8 ranks in a cgroup
+@pytest.mark.timeout(300)
+def test_a_pool_start_is_checked_and_its_estimate_covers_what_the_cgroup_counts(tmp_path):
+    """netlab.run of a function nobody checked starts 8 ranks and a fork server; the check at the pool's
+    start must have counted both, and its estimate must cover what the memory cgroup (the OOM killer's
+    own count) grew by."""
+    import json
+    import subprocess
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_rank_death import _memory_cgroup_we_can_limit
+    cgroup = _memory_cgroup_we_can_limit(4 << 30)
+    if cgroup is None:
+        pytest.skip("needs root and a writable cgroup-v1 memory controller")
+    (tmp_path / "start.py").write_text(POOL_START)
+    log = tmp_path / "checks.jsonl"
+
+    def join():
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    try:
+        run = subprocess.run([sys.executable, str(tmp_path / "start.py"), cgroup], preexec_fn=join,
+                             env=dict(os.environ, NETLAB_MEMORY_LOG=str(log), NETLAB_IDLE_S="0"),
+                             capture_output=True, text=True, timeout=240)
+        assert run.returncode == 0, run.stderr[-2000:]
+        grew = json.loads(run.stdout.strip().splitlines()[-1])["grew"]
+        check, = [json.loads(line) for line in log.read_text().splitlines()]
+        assert check["what"] == "this run on 8 ranks" and check["verdict"] == "ran"
+        assert check["forkserver"] == memory.FORKSERVER_BYTES          # none ran: it had to start one
+        assert 0.5 * check["need"] < grew < check["need"], (grew, check["need"])   # counted, not wildly over
+    finally:
+        for _ in range(100):
+            try:
+                os.rmdir(cgroup)
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+@pytest.mark.slow                        # starts pools in this process
+@pytest.mark.timeout(300)
+def test_netlab_run_checks_each_pool_it_starts_once_counting_the_fork_server_only_when_none_runs(monkeypatch):
+    import netlab
+    from netlab.runtime import death, shared
+    calls = []
+    original = memory.check_memory
+
+    def spy(ranks, per_rank, what="this run", root="/", held=None, forkserver=False):
+        calls.append((ranks, per_rank, what, sorted(held or []), forkserver))
+        return original(ranks, per_rank, what, root, held, forkserver)
+    netlab.shutdown()
+    shared._stop_forkserver_if_unused()
+    assert death.forkserver_pid() is None
+    monkeypatch.setattr(memory, "check_memory", spy)
+    monkeypatch.setattr(memory, "_last_check", None)        # the fake-tree checks above count as recent ones
+    try:
+        netlab.run(lambda comm: comm.rank, ranks=2)                  # a pool and a fork server start
+        assert calls == [(2, memory.LIGHT_RANK_BASE, "this run on 2 ranks", [], True)]
+        first = sorted(shared._default.pids)
+        netlab.run(lambda comm: comm.rank, ranks=2)                  # reused: nothing to check
+        netlab.run(lambda comm: comm.rank, ranks=1)
+        assert len(calls) == 1
+        netlab.run(lambda comm: comm.rank, ranks=3)                  # replaced: its ranks count as free
+        assert calls[1] == (3, memory.LIGHT_RANK_BASE, "this run on 3 ranks", first, False)
+        shared.check_memory(4, 60e6, "this test run")                # the caller's own, larger estimate
+        netlab.run(lambda comm: comm.rank, ranks=4)                  # ... is not checked again
+        assert [c[2] for c in calls] == ["this run on 2 ranks", "this run on 3 ranks", "this test run"]
+        assert calls[2][4] is False                                  # the fork server already runs
+    finally:
+        netlab.shutdown()

@@ -202,8 +202,8 @@ def test_hot_rows_are_replicated_only_under_replicate():
 # ---- BytePS summation service --------------------------------------------------------------------
 @pytest.mark.parametrize("cpu_servers, fraction", [(2, None), (0, 0.0)])
 def test_summation_service_trains_the_all_reduce_model(cpu_servers, fraction):
-    r = hybrid.run_hybrid(4, cpu_servers, fraction, steps=8, width=64, batch=16, lr=0.1, momentum=0.9,
-                          partition_bytes=2048)
+    r = hybrid.run_hybrid(workers=4, cpu_servers=cpu_servers, fraction=fraction, steps=8, width=64, batch=16, lr=0.1,
+                          momentum=0.9, partition_bytes=2048)
     torch.testing.assert_close(torch.from_numpy(r["params"]), reference(8, 64, 16, 0.1, 0.9, ps.Membership(4, 8)), rtol=0, atol=1e-6)
 
 

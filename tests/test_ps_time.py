@@ -46,13 +46,14 @@ def test_hash_sharding_is_timed_by_its_hottest_server():
 @pytest.mark.slow
 def test_colocated_ps_moves_what_allreduce_moves_and_byteps_beats_both():
     net = netlab.network("10Gbit/s", "0us")
-    colocated = hybrid.run_hybrid(8, 0, 0.0, latency="0us", width=256, partition_bytes=2048)
+    colocated = hybrid.run_hybrid(workers=8, cpu_servers=0, fraction=0.0, latency="0us", width=256,
+                                  partition_bytes=2048)
     M = colocated["model_bytes"]
     ring = cost.time("allreduce", "ring", 8, M, network=net)
     assert colocated["comm_s"] == pytest.approx(formulas.colocated_time(8, M, B), rel=0.05)
     assert formulas.colocated_time(8, M, B) == pytest.approx(ring, rel=1e-9)
     plain = ps.run_ps(workers=8, servers=4, sharding="range", partition_bytes=2048, **ONE_STEP)
-    mixed = hybrid.run_hybrid(8, 4, None, latency="0us", width=256, partition_bytes=2048)
+    mixed = hybrid.run_hybrid(workers=8, cpu_servers=4, latency="0us", width=256, partition_bytes=2048)
     # BytePS's optimum assumes a worker's sums share its NIC perfectly with its pushes; here they
     # queue behind them, so the measurement sits above the optimum -- yet below all-reduce and the PS.
     assert formulas.byteps_time(8, 4, M, B) <= mixed["comm_s"] <= 1.35 * formulas.byteps_time(8, 4, M, B)

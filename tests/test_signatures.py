@@ -31,17 +31,7 @@ MAX_PARAMETERS = 8
 
 # More than 8 parameters, every one past the 4th keyword-only: simple options rather than a chapter's knobs.
 KEYWORD_ONLY = {
-    "ps/experiment.py:make_config": "the PSConfig builder itself: its keywords are the config's layout",
-    "ps/hybrid.py:run_hybrid": "the training knobs are HybridConfig's (**training); the rest say where it runs",
-    "compress/pays.py:step_times": "a sweep: the methods, the bandwidths and where it runs",
     "compress/powersgd.py:PowerSGD.__init__": "torch's PowerSGDState takes the same keywords; compress.make builds it",
-    "compress/codec_cost.py:measure_here": "a timing helper for the calibration benchmark",
-    # tests/test_layers.py reads these for its folders
-    "linuxnet/linux.py:incast": "the CLI's --real flags, one keyword each (a testbed's knobs, not the model's Incast)",
-    "linuxnet/linux.py:model": "the model's twin of incast: the same keywords, so one dict of settings drives both",
-    "linuxnet/linux.py:ps_push": "incast's keywords with gloo ranks, plus the fixes to measure after",
-    "cosim/experiments.py:step_jitter": "the CLI's --real-steps flags, one keyword each",
-    "linuxnet/netns.py:Testbed.__init__": "the testbed's shape past (senders, bandwidth, buffer, cc): ip/tc options",
 }
 
 

@@ -39,15 +39,17 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from dataclasses import dataclass
 
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
 from .. import data, validate
 from ..dataparallel import train
+from ..runtime import pool
 from ..runtime.comm import Comm
 from ..net.presets import Device, device as make_device
-from . import make
+from . import check_method, make
 from .methods import SyncConfig
 from .communicate import Compression
 
@@ -59,14 +61,43 @@ def _timed(fn) -> float:
     return time.thread_time() - start
 
 
-@functools.lru_cache(maxsize=256)
-def measure_here(method: str, ranks: int, width: int, layers: int, *, batch: int, error_feedback: bool,
-                 options: tuple = (), reps: int = 15, statistic: str = "median") -> dict:
+@dataclass(frozen=True, kw_only=True)
+class CodecCase:
+    """What ``measure_here`` times: a method with its options, on a model of `width` x `layers` whose
+    gradient comes from one step of `batch` samples (the batch of one of `ranks` ranks).
+
+    `options`: the method's knobs as sorted (name, value) pairs, so a case is hashable (cached)."""
+    method: str
+    ranks: int
+    width: int
+    layers: int
+    batch: int
+    error_feedback: bool = False
+    options: tuple = ()
+
+    def __post_init__(self):
+        check_method(self.method)
+        pool.check_ranks(self.ranks)
+        train.check_model(self.width, self.layers)
+        validate.whole(self.batch, "batch", 1, 4096)
+        object.__setattr__(self, "options", tuple(self.options))
+
+
+def measure_here(case: CodecCase | None = None, *, reps: int = 15, statistic: str = "median", **settings) -> dict:
     """Seconds on this machine (one thread): encode, one decode, and a reference matmul's FLOP/s.
 
-    statistic: "median" of the reps, or "min" (the least disturbed run: what a calibration on a
-    shared, loaded machine should use).
+    A ``CodecCase``, or its fields as keywords. statistic: "median" of the reps, or "min" (the least
+    disturbed run: what a calibration on a shared, loaded machine should use).
     """
+    validate.whole(reps, "reps", 1, 10_000)
+    validate.choice(statistic, "statistic", ("median", "min"))
+    return _measure(validate.config(CodecCase, case, settings), reps, statistic)
+
+
+@functools.lru_cache(maxsize=256)
+def _measure(case: CodecCase, reps: int, statistic: str) -> dict:
+    method, ranks, width, layers, batch = case.method, case.ranks, case.width, case.layers, case.batch
+    error_feedback, options = case.error_feedback, case.options
     pick = {"median": statistics.median, "min": min}[statistic]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -158,7 +189,7 @@ def codec_seconds(method: str, ranks: int, width: int, layers: int, *, batch: in
         enc, dec = flops_per_element(method, error_feedback, **options)
         d = train.parameter_count(width, layers)
         return device.seconds(enc * d), device.seconds(dec * d)
-    m = measure_here(method, ranks, width, layers, batch=batch, error_feedback=error_feedback,
-                     options=tuple(sorted(options.items())))
+    m = measure_here(method=method, ranks=ranks, width=width, layers=layers, batch=batch,
+                     error_feedback=error_feedback, options=tuple(sorted(options.items())))
     return (device.seconds(m["encode_here_s"] * m["gemm_flops_per_s"]),
             device.seconds(m["decode_here_s"] * m["gemm_flops_per_s"]))

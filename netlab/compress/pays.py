@@ -18,12 +18,13 @@ alpha + n/B on an uncontended network), so the crossing is solved exactly on tha
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
-from .. import data
+from .. import data, validate
 from ..dataparallel import train
 from ..runtime import launch, pool
 from ..net.network import network as make_network
@@ -69,14 +70,37 @@ def one_step_each(comm, specs, width, layers, *, batch, seed=0):
     return out
 
 
-def step_times(methods, bandwidths=BANDWIDTHS, *, ranks: int = 4, width: int = 128, layers: int = 2,
-               batch: int = 32, latency="5us", device: str | Device = "cpu-core", efficiency: float = 0.5,
-               codec: str = DEFAULT_CODEC, progress: bool = False) -> list[dict]:
-    """One row per (method, bandwidth): step time and its parts, measured on real ranks."""
+@dataclass(frozen=True, kw_only=True)
+class SweepSetup:
+    """Where ``step_times`` runs each step: the ranks, the model, the latency, the device, the codec cost.
+
+    Frozen, checked when built (one ValueError naming the field); the bandwidths are the sweep's axis,
+    given beside it."""
+    ranks: int = 4
+    width: int = 128
+    layers: int = 2
+    batch: int = 32
+    latency: object = "5us"
+    device: str | Device = "cpu-core"
+    efficiency: float = 0.5
+    codec: str = DEFAULT_CODEC
+
+    def __post_init__(self):
+        pool.check_ranks(self.ranks)
+        train.check_model(self.width, self.layers)
+        check_codec(self.codec)
+
+
+def step_times(methods, bandwidths=BANDWIDTHS, setup: SweepSetup | None = None, *, progress: bool = False,
+               **settings) -> list[dict]:
+    """One row per (method, bandwidth): step time and its parts, measured on real ranks.
+
+    `setup`: a ``SweepSetup``, or its fields as keywords (ranks, width, layers, batch, latency, device,
+    efficiency, codec)."""
     from tqdm.auto import tqdm
-    pool.check_ranks(ranks)
-    train.check_model(width, layers)
-    check_codec(codec)
+    cfg = validate.config(SweepSetup, setup, settings)
+    ranks, width, layers, batch, latency, codec = cfg.ranks, cfg.width, cfg.layers, cfg.batch, cfg.latency, cfg.codec
+    device, efficiency = cfg.device, cfg.efficiency
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     specs = []
     for item in methods:

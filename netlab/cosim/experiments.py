@@ -20,6 +20,8 @@ noise (every step's compute is the same FLOPs; the spread is the network's).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..dataparallel import train
@@ -54,21 +56,48 @@ def spec_for(transport: str, *, bandwidth: float, latency: float, buffer, backgr
                       background=background, seed=seed)
 
 
-def step_jitter(*, transports=TRANSPORTS, ranks: int = 3, steps: int = 12, width: int = 64, batch: int = 32,
-                bandwidth="1Gbit/s", latency="20us", buffer="32K", background: float = 0.5, rto_min="200ms",
-                seed: int = 0) -> dict:
-    """{transport: {"times": step times (s), "p50", "p99", "max", "mean", "fabric": the run's summary}}."""
-    for name in transports:
-        validate.choice(name, "transports", TRANSPORTS)
-    pool.check_ranks(ranks)
-    steps = validate.whole(steps, "steps", 2, 10_000)
-    train.check_model(width, 2)
-    validate.whole(batch, "batch", 1, 4096, int_only=True)
-    bw = validate.bandwidth(bandwidth) if isinstance(bandwidth, str) else validate.positive(bandwidth, "bandwidth")
-    lat = parse_time(latency, "latency")
-    buf = parse_bytes(buffer, "buffer")
-    specs = {name: spec_for(name, bandwidth=bw, latency=lat, buffer=buf, background=background, rto_min=rto_min,
-                            seed=seed) for name in transports}            # every setting checked before any run
+@dataclass(frozen=True, kw_only=True)
+class JitterRun:
+    """``step_jitter``'s run: the transports compared, the ranks, the steps and the model trained, the link,
+    and the fabric's buffer and background traffic (``spec_for``). Frozen and checked when built (one
+    ValueError naming the field); the link's bandwidth, latency and buffer are kept as given."""
+    transports: tuple = TRANSPORTS
+    ranks: int = 3
+    steps: int = 12
+    width: int = 64
+    batch: int = 32
+    bandwidth: object = "1Gbit/s"
+    latency: object = "20us"
+    buffer: object = "32K"
+    background: float = 0.5
+    rto_min: object = "200ms"
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in self.transports:
+            validate.choice(name, "transports", TRANSPORTS)
+        pool.check_ranks(self.ranks)
+        object.__setattr__(self, "steps", validate.whole(self.steps, "steps", 2, 10_000))
+        train.check_model(self.width, 2)
+        validate.whole(self.batch, "batch", 1, 4096, int_only=True)
+        self.link()
+
+    def link(self) -> tuple[float, float, int]:
+        """(bandwidth bytes/s, latency s, buffer bytes), checked."""
+        bw = self.bandwidth
+        bw = validate.bandwidth(bw) if isinstance(bw, str) else validate.positive(bw, "bandwidth")
+        return bw, parse_time(self.latency, "latency"), parse_bytes(self.buffer, "buffer")
+
+
+def step_jitter(run: JitterRun | None = None, **settings) -> dict:
+    """{transport: {"times": step times (s), "p50", "p99", "max", "mean", "fabric": the run's summary}}.
+
+    A ``JitterRun``, or its fields as keywords."""
+    cfg = validate.config(JitterRun, run, settings)
+    steps, width, batch, ranks = cfg.steps, cfg.width, cfg.batch, cfg.ranks
+    bw, lat, buf = cfg.link()
+    specs = {name: spec_for(name, bandwidth=bw, latency=lat, buffer=buf, background=cfg.background,
+                            rto_min=cfg.rto_min, seed=cfg.seed) for name in cfg.transports}   # checked before any run
     out = {}
     for name, spec in specs.items():
         res = launch.run(_steps, steps, width, batch, ranks=ranks, network=network(bw, lat, congestion=spec),

@@ -2,7 +2,9 @@
 
 * ``common``: one colour per meaning (``COLORS``: compute, communication, waiting, a queue...), styles per
   algorithm and method, ``label_lines``, ``log_grid``, ``margins``, and the pyplot-free ``figure``;
-* ``step``: one training step's timeline and split, throughput scaling (chapter 1);
+* ``timeline``: the one per-rank timeline of every chapter, intervals ``(rank, start, end, kind)`` in
+  ``COLORS`` (chapter 1's step and its split, chapter 7's kernels);
+* ``step``: throughput scaling (chapter 1);
 * ``collectives``: the ring's chunks, collective time against size and ranks (chapter 2);
 * ``ps``: per-server load, staleness, accuracy against time (chapter 3);
 * ``compress``: accuracy curves, step time against bandwidth, the method grid (chapter 4);

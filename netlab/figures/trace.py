@@ -2,8 +2,8 @@
 keyword-only, else a new pyplot-free figure; the figure returned).
 
 * ``kernel_timeline``: per rank, a compute lane and a communication lane (the collectives, one per
-  bucket), in ``common.COLORS`` (the colours of chapter 1's timeline), with the breakdown from
-  ``netlab.observe.analysis`` printed beside each rank;
+  bucket, read by ``kernels``), drawn by the lab's one ``timeline`` (chapter 1's colours), with the
+  breakdown from ``netlab.observe.analysis`` printed beside each rank;
 * ``bucket_curve``: step time against bucket capacity, overlapped and not (the U-shaped curve), with
   the measured steps and the current setting when given (the chapter's panel);
 * ``peer_matrix``: sender x receiver, each pair's bandwidth and bytes (``analysis.peer_links``): a
@@ -17,24 +17,31 @@ from matplotlib.figure import Figure
 
 from ..observe import analysis
 from ..runtime.trace import Trace
-from .common import COLORS, axes_or_new, figure_or_new
+from .common import axes_or_new, figure_or_new
+from .timeline import SPLIT, timeline
+
+
+def kernels(trace: Trace) -> list[tuple]:
+    """A trace's intervals as chapter 7 reads them: each rank's compute and its collectives (else its
+    messages), as ``(rank, start_s, end_s, "compute" | "comm")`` (``analysis.kernels``)."""
+    out = []
+    for r in range(trace.world_size):
+        for kind, spans in zip(("compute", "comm"), analysis.kernels(trace, r)):
+            out += [(r, s, e, kind) for s, e in spans]
+    return out
 
 
 def kernel_timeline(trace: Trace, *, ax=None, title: str = "") -> Figure:
-    """Compute (blue) and collectives (orange) per rank, in ms, with each rank's breakdown as text."""
+    """Compute (blue) and collectives (orange) per rank, in ms, with each rank's breakdown as text:
+    the lab's one ``timeline`` with chapter 7's lanes (``timeline.SPLIT``)."""
     fig, ax = axes_or_new(ax, (9, max(2.6, 0.45 * trace.world_size + 1.7)))
-    rows = {r["rank"]: r for r in analysis.breakdown(trace)}
-    for r in range(trace.world_size):
-        y = trace.world_size - 1 - r
-        comp, comm = analysis.kernels(trace, r)
-        ax.broken_barh([(s * 1e3, (e - s) * 1e3) for s, e in comp], (y + 0.05, 0.4), color=COLORS["compute"])
-        ax.broken_barh([(s * 1e3, (e - s) * 1e3) for s, e in comm], (y - 0.45, 0.4), color=COLORS["comm"])
-        row = rows[r]
-        ax.text(1.01, (y + 0.5) / trace.world_size, f"exposed {row['exposed_comm_s'] * 1e3:.2f} ms\n"
-                f"overlap {row['overlap_frac']:.0%}", transform=ax.transAxes, fontsize=8, va="center")
-    ax.set_yticks(range(trace.world_size), [f"rank {r}" for r in reversed(range(trace.world_size))])
-    ax.set_xlabel("time (ms)")
-    ax.set_title(title or "per-rank timeline: compute (blue) and all-reduce buckets (orange)")
+    notes = [f"exposed {row['exposed_comm_s'] * 1e3:.2f} ms\noverlap {row['overlap_frac']:.0%}"
+             for row in analysis.breakdown(trace)]
+    spans = kernels(trace)
+    last = max((end for _, _, end, _ in spans), default=0.0)     # 5 % past it: the last kernel's edge shows
+    timeline(spans, ax=ax, ranks=trace.world_size, lanes=SPLIT, span_s=1.05 * last, unit="ms", notes=notes,
+             legend=False, outline=True,
+             title=title or "per-rank timeline: compute (blue) and all-reduce buckets (orange)")
     fig.subplots_adjust(right=0.8)
     return fig
 

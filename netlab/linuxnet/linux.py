@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .. import validate
@@ -114,9 +115,39 @@ def delayed_ack(rto_min: float, hz: int | None) -> float:
     return min(DELACK_MIN, max(1, ticks - 1) / hz)
 
 
-def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
-          rto_min="200ms", rounds: int = 20, hz: int | None = None, burst=None, seed: int = 0) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class ModelIncast:
+    """``model``'s settings, the keywords of ``incast`` that the model reads (no ECN; the senders' NICs
+    at the port's rate), plus the kernel's timer frequency `hz` and the model's `seed`. Frozen and
+    checked when built (one ValueError naming the field); sizes, rates and times are kept as given."""
+    senders: int = 8
+    block: object = "64K"
+    bandwidth: object = "100Mbit/s"
+    buffer: object = "32K"
+    transport: str = "cubic"
+    rto_min: object = "200ms"
+    rounds: int = 20
+    hz: int | None = None
+    burst: object = None
+    seed: int = 0
+
+    def __post_init__(self):
+        validate.whole(self.senders, "senders", 1)
+        parse_bytes(self.block, "block")
+        parse_bandwidth(self.bandwidth, "bandwidth"), parse_bytes(self.buffer, "buffer")
+        parse_time(self.rto_min, "rto_min", allow_zero=False)
+        validate.whole(self.rounds, "rounds", 1)
+        if self.hz is not None:
+            validate.positive(self.hz, "hz")
+        if self.burst is not None:
+            parse_bytes(self.burst, "burst")
+        validate.whole(self.seed, "seed", 0)
+
+
+def model(setup: ModelIncast | None = None, **settings) -> dict:
     """The packet model's prediction for the testbed `incast` measures, with the same keys.
+
+    A ``ModelIncast``, or its fields as keywords (the same keywords as ``incast``'s, so one dict drives both).
 
     The model's transport gets Linux's loss recovery (`linux_tcp.LinuxTCP`: RACK, tail loss
     probes, SRTT + max(4 RTTVAR, RTOmin), timers in whole ticks of 1/`hz`, by default this kernel's
@@ -128,6 +159,9 @@ def model(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *,
     model's own timing noise (its hosts' send jitter): at N = 8 and RTOmin 200 ms a run's goodput
     depends on it as Linux's does on its run, so compare means over seeds. Runs anywhere (no root);
     `link_fraction` is the model's goodput over the port's rate (its packets are all payload)."""
+    cfg = validate.config(ModelIncast, setup, settings)
+    senders, block, bandwidth, buffer, transport = cfg.senders, cfg.block, cfg.bandwidth, cfg.buffer, cfg.transport
+    rto_min, rounds, hz, burst, seed = cfg.rto_min, cfg.rounds, cfg.hz, cfg.burst, cfg.seed
     from ..fabric import experiments
     n = validate.whole(senders, "senders", 1)
     block_b = parse_bytes(block, "block")
@@ -236,11 +270,35 @@ def _rounds(senders, receivers, block: int, rounds: int, deadline: float) -> lis
     return times
 
 
-def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
-           rto_min="200ms", rounds: int = 20, ecn=False, ecn_k=None, burst=None, nic_rate="link") -> dict:
+@dataclass(frozen=True, kw_only=True)
+class KernelIncast:
+    """``incast``'s settings, the CLI's --real flags: the testbed's shape (senders, the receiver port's
+    bandwidth and buffer, tbf's burst, the senders' NICs), the kernel's transport and RTOmin, ECN, and the
+    rounds (see ``incast``). Frozen; bad input is refused when built (one ValueError naming the field),
+    whatever the machine; sizes, rates and times are kept as given. Not the model's ``fabric.Incast``: a
+    testbed's knobs, in the CLI's units."""
+    senders: int = 8
+    block: object = "64K"
+    bandwidth: object = "100Mbit/s"
+    buffer: object = "32K"
+    transport: str = "cubic"
+    rto_min: object = "200ms"
+    rounds: int = 20
+    ecn: object = False
+    ecn_k: object = None
+    burst: object = None
+    nic_rate: object = "link"
+
+    def __post_init__(self):
+        _nic(self.nic_rate)
+        _parse(self.senders, self.block, self.bandwidth, self.buffer, self.rto_min, self.rounds, self.ecn,
+               self.ecn_k)
+
+
+def incast(setup: KernelIncast | None = None, **settings) -> dict:
     """Measure `rounds` synchronized incast rounds on a namespace testbed and report like the model.
 
-    senders: pushing hosts; block: bytes each pushes per round; bandwidth: the receiver port's rate;
+    A ``KernelIncast``, or its fields as keywords. senders: pushing hosts; block: bytes each pushes per round; bandwidth: the receiver port's rate;
     buffer: that port's queue in bytes (drop-tail); transport: the kernel's congestion control
     (reno, cubic, bbr; dctcp where built in, which turns ECN on); rto_min: on every host's route
     ('200ms' is Linux's default, left untouched); ecn: mark CE above `ecn_k` bytes (DCTCP's K;
@@ -250,9 +308,11 @@ def incast(senders: int = 8, block="64K", bandwidth="100Mbit/s", buffer="32K", *
     veth, whose pace is the machine's). The keywords are the CLI's flags. Returns goodput_Bps, completion_s {p50, p99, max, mean}, the
     ideal round (N x block x 1514/1448 / B), link_fraction, timeouts, retransmissions, drops, marks,
     pause_s (always 0: a Linux bridge drops, it never pauses) and wall_s: the model's keys."""
-    nic = _nic(nic_rate)
-    n, block_b, rate, buffer_b, rto, threshold = _check(senders, block, bandwidth, buffer, transport, rto_min,
-                                                        rounds, ecn, ecn_k)
+    cfg = validate.config(KernelIncast, setup, settings)
+    transport, ecn, ecn_k, burst, rounds = cfg.transport, cfg.ecn, cfg.ecn_k, cfg.burst, cfg.rounds
+    nic = _nic(cfg.nic_rate)
+    n, block_b, rate, buffer_b, rto, threshold = _check(cfg.senders, cfg.block, cfg.bandwidth, cfg.buffer, transport,
+                                                        cfg.rto_min, rounds, ecn, ecn_k)
     ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     wall = time.perf_counter()
     with Testbed(n, rate, buffer_b, cc=transport, rto_min=None if abs(rto - 0.2) < 1e-9 else rto,
@@ -280,6 +340,17 @@ def _nic(nic_rate):
 
 def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):
     """Parse and check the CLI's options (bad input first, whatever the machine), then the machine."""
+    parsed = _parse(senders, block, bandwidth, buffer, rto_min, rounds, ecn, ecn_k, who, what)
+    ok, why = available()
+    if not ok:
+        raise Unavailable(why)
+    if transport not in transports():
+        raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
+    return parsed
+
+
+def _parse(senders, block, bandwidth, buffer, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):
+    """The CLI's options parsed and checked, whatever the machine: (n, block, rate, buffer, rto, threshold)."""
     n = int(senders)
     if not 1 <= n <= netns.MAX_SENDERS:
         raise ValueError(f"{who}: must be 1 to {netns.MAX_SENDERS}, got {senders!r}")
@@ -293,11 +364,6 @@ def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, e
         if ecn.kmax != ecn.kmin:
             raise ValueError("ecn-kmin: the real port marks at one threshold K (DCTCP-style); give kmin == kmax")
         threshold = int(ecn.kmin)
-    ok, why = available()
-    if not ok:
-        raise Unavailable(why)
-    if transport not in transports():
-        raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
     return n, block_b, rate, buffer_b, rto, threshold
 
 
@@ -330,29 +396,61 @@ def _result(engine: str, setup: _Setup, times, counts: dict, wall_s: float) -> d
     }
 
 
-def ps_push(workers: int = 8, shard="64K", bandwidth="100Mbit/s", buffer="32K", *, transport: str = "cubic",
-            rto_min="200ms", rounds: int = 10, ecn=False, ecn_k=None, fixes=(),
-            timeout_s: float = 90.0, nic_rate="link") -> dict:
+@dataclass(frozen=True, kw_only=True)
+class GlooPush:
+    """``ps_push``'s settings: ``KernelIncast``'s with `workers` gloo ranks pushing a `shard` each round,
+    the `fixes` measured afterwards, and the ranks' `timeout_s`. Frozen; bad input is refused when built
+    (one ValueError naming the field), whatever the machine; sizes, rates and times are kept as given."""
+    workers: int = 8
+    shard: object = "64K"
+    bandwidth: object = "100Mbit/s"
+    buffer: object = "32K"
+    transport: str = "cubic"
+    rto_min: object = "200ms"
+    rounds: int = 10
+    ecn: object = False
+    ecn_k: object = None
+    fixes: tuple = ()
+    timeout_s: float = 90.0
+    nic_rate: object = "link"
+
+    def __post_init__(self):
+        _nic(self.nic_rate)
+        _, shard_b, _, buffer_b, rto, _ = _parse(self.workers, self.shard, self.bandwidth, self.buffer, self.rto_min,
+                                                 self.rounds, self.ecn, self.ecn_k, "workers", "shard")
+        if shard_b % 4:
+            raise ValueError(f"shard: must be a whole number of float32 elements (a multiple of 4 bytes), "
+                             f"got {self.shard!r}")
+        self.phases(rto, buffer_b)
+
+    def phases(self, rto: float, buffer_b: int) -> list:
+        """(rto_min in s, buffer in bytes) of each fix, after the base setup's."""
+        steps = []
+        for fix in self.fixes:
+            unknown = set(fix) - {"rto_min", "buffer"}
+            if unknown:
+                raise ValueError(f"fixes: only rto_min and buffer can change between phases, got {sorted(unknown)}")
+            steps.append((parse_time(fix.get("rto_min", rto), "rto_min", allow_zero=False),
+                          parse_bytes(fix.get("buffer", buffer_b), "buffer")))
+        return steps
+
+
+def ps_push(setup: GlooPush | None = None, **settings) -> dict:
     """The same incast with real gloo ranks: `workers` ranks in the sender namespaces push `shard`
     bytes each round to a server rank in the receiver's (see `_gloo_push.py`).
 
-    Same keys as `incast` (block = shard). `fixes`, e.g. ({"rto_min": "1ms"}, {"buffer": "1M"}), are
+    A ``GlooPush``, or its fields as keywords. Same keys as `incast` (block = shard). `fixes`, e.g. ({"rto_min": "1ms"}, {"buffer": "1M"}), are
     measured afterwards on the same ranks and connections, each against the base setup, and returned
     under "fixes" (each with its "fix"). Timeouts and retransmissions are the workers' over the measured
     rounds; drops and marks the port's over each phase, including its one unmeasured round (and,
     for the base, gloo's setup)."""
-    nic = _nic(nic_rate)
-    n, shard_b, rate, buffer_b, rto, threshold = _check(workers, shard, bandwidth, buffer, transport, rto_min,
-                                                        rounds, ecn, ecn_k, "workers", "shard")
-    if shard_b % 4:
-        raise ValueError(f"shard: must be a whole number of float32 elements (a multiple of 4 bytes), got {shard!r}")
-    steps = []                                            # (rto_min in s or None, buffer in bytes) per phase
-    for fix in fixes:
-        unknown = set(fix) - {"rto_min", "buffer"}
-        if unknown:
-            raise ValueError(f"fixes: only rto_min and buffer can change between phases, got {sorted(unknown)}")
-        steps.append((parse_time(fix.get("rto_min", rto), "rto_min", allow_zero=False),
-                      parse_bytes(fix.get("buffer", buffer_b), "buffer")))
+    push = validate.config(GlooPush, setup, settings)
+    transport, ecn, ecn_k, rounds, fixes = push.transport, push.ecn, push.ecn_k, push.rounds, push.fixes
+    timeout_s = push.timeout_s
+    nic = _nic(push.nic_rate)
+    n, shard_b, rate, buffer_b, rto, threshold = _check(push.workers, push.shard, push.bandwidth, push.buffer,
+                                                        transport, push.rto_min, rounds, ecn, ecn_k, "workers", "shard")
+    steps = push.phases(rto, buffer_b)                    # (rto_min in s or None, buffer in bytes) per phase
     ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     base_rto = None if abs(rto - 0.2) < 1e-9 else rto
     wall = time.perf_counter()

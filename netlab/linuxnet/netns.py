@@ -55,7 +55,9 @@ import shutil
 import signal
 import subprocess
 import threading
+from dataclasses import dataclass
 
+from .. import validate
 from ..runtime.rundir import _alive as _pid_alive   # the same liveness rule as the driver folders
 
 NETNS_DIR = "/var/run/netns"
@@ -183,12 +185,36 @@ NIC_QUEUE = 4 * 1024 * 1024                 # bytes its queue holds: deep enough
                                             # host's own queue is a local signal no switch port gives)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TestbedOptions:
+    """A ``Testbed``'s ip/tc options past its shape (senders, bandwidth, buffer, cc): RTOmin on every
+    host's route (None: the kernel's 200 ms), ECN marking above `ecn_threshold` bytes (None: half the
+    buffer), tbf's `burst` (None: ``default_burst``) and the senders' NICs (`nic_rate`: 'link', the
+    port's rate; 'veth' or None, unshaped; or bytes/s). Frozen and checked when built (one ValueError
+    naming the field)."""
+    rto_min: float | None = None
+    ecn: bool = False
+    ecn_threshold: int | None = None
+    burst: int | None = None
+    nic_rate: float | str | None = "link"
+
+    def __post_init__(self):
+        if self.rto_min is not None and not 0 < self.rto_min <= 1.0:
+            raise ValueError(f"rto_min: must be in (0, 1] s, got {self.rto_min!r}")
+        if self.ecn and ecn_marker() is None:
+            raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `iptables` program is not installed")
+        nic = self.nic_rate
+        if nic not in ("link", "veth", None) and (isinstance(nic, str) or not nic > 0):
+            raise ValueError(f"nic_rate: must be 'link', 'veth', None or bytes/s greater than zero, got {nic!r}")
+
+
 class Testbed:
     """N sender namespaces + 1 receiver namespace behind a bridge whose receiver port is shaped."""
 
     def __init__(self, senders: int, bandwidth: float, buffer: int, cc: str = "cubic", *,
-                 rto_min: float | None = None, ecn: bool = False, ecn_threshold: int | None = None,
-                 burst: int | None = None, nic_rate: float | str | None = "link"):
+                 options: TestbedOptions | None = None, **settings):
+        """`options`: a ``TestbedOptions``, or its fields as keywords (rto_min, ecn, ecn_threshold, burst,
+        nic_rate)."""
         if not 1 <= int(senders) <= MAX_SENDERS:
             raise ValueError(f"senders: must be 1 to {MAX_SENDERS}, got {senders!r}")
         if not bandwidth > 0:
@@ -197,16 +223,13 @@ class Testbed:
             raise ValueError(f"buffer: must hold at least one 1514-byte frame, got {buffer!r}")
         if cc not in available_cc():
             raise ValueError(f"cc: {cc!r} is not in this kernel (it has {' '.join(available_cc())})")
-        if rto_min is not None and not 0 < rto_min <= 1.0:
-            raise ValueError(f"rto_min: must be in (0, 1] s, got {rto_min!r}")
-        if ecn and ecn_marker() is None:
-            raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `iptables` program is not installed")
+        opts = validate.config(TestbedOptions, options, settings)
+        rto_min, ecn, ecn_threshold, burst, nic_rate = (opts.rto_min, opts.ecn, opts.ecn_threshold, opts.burst,
+                                                        opts.nic_rate)
         if nic_rate == "link":
             nic_rate = bandwidth
         elif nic_rate == "veth":
             nic_rate = None
-        elif nic_rate is not None and (isinstance(nic_rate, str) or not nic_rate > 0):
-            raise ValueError(f"nic_rate: must be 'link', 'veth', None or bytes/s greater than zero, got {nic_rate!r}")
         self.senders, self.bandwidth, self.buffer = int(senders), float(bandwidth), int(buffer)
         self.nic_rate = None if nic_rate is None else float(nic_rate)
         self.cc, self.rto_min, self.ecn = cc, rto_min, bool(ecn)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, fields
 
 from .. import seeds, validate
 from ..dataparallel import train
-from .consistency import MODES, ssp_ready
+from ..runtime import pool
+from .consistency import MODES, check_mode, ssp_ready
 from .roles import Membership, Roles
 from .sharding import ShardMap
 
@@ -49,6 +50,44 @@ def training_of(settings: dict) -> Training:
     """The ``Training`` part of a run's settings, checked: its model size is needed to build the shard map."""
     names = {f.name for f in fields(Training)}
     return Training(**{k: v for k, v in settings.items() if k in names})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    """A PS run's shape: how many workers and servers, how the model is sharded, the consistency, the steps.
+
+    ``experiment.make_config`` builds the ``PSConfig`` from this and a ``Training``; `membership`
+    (workers that join or leave) defaults to every worker for every step.
+    """
+    workers: int = 4
+    servers: int = 1
+    sharding: str = "range"
+    mode: str = "bsp"
+    staleness: float = 2
+    steps: int = 50
+    partition_bytes: int | None = None      # 0: one message per server, range sharding only
+    membership: Membership | None = None
+
+    def __post_init__(self):
+        validate.whole(self.servers, "servers", 1, pool.MAX_RANKS)
+        Roles.of(self.workers, self.servers)
+        _set(self, "mode", check_mode(self.mode, self.staleness)[0])
+        _set(self, "steps", validate.whole(self.steps, "steps", 1, 100_000))
+        validate.whole(self.staleness, "staleness", 0, 100_000)
+        if self.partition_bytes is not None:
+            validate.whole(self.partition_bytes, "partition_bytes", 0 if self.sharding == "range" else 1, 1 << 30)
+        membership = self.membership or Membership(self.workers, self.steps)
+        if membership.workers != self.workers or membership.steps != self.steps:
+            raise ValueError(f"membership: made for {membership.workers} workers and {membership.steps} steps, "
+                             f"the run has {self.workers} and {self.steps}")
+        if self.mode != "bsp" and membership.join:
+            raise ValueError("membership: workers can join between steps only under BSP (mode='bsp')")
+        _set(self, "membership", membership)
+
+    @property
+    def bound(self) -> float:
+        """The staleness bound the ranks use: 0 under BSP, infinity under async."""
+        return check_mode(self.mode, self.staleness)[1]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ al., "Asynchrony begets momentum", 2016): at momentum 0.9 the asynchronous runs 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -35,8 +35,8 @@ from ..net.network import network as make_network
 from ..net.presets import Device, device as make_device
 from ..runtime.trace import Trace
 from . import consistency
-from .config import PSConfig, training_of
-from .roles import Membership, Roles
+from .config import Layout, PSConfig, training_of
+from .roles import Roles
 from .sharding import shard_map
 from .training import rank_main
 
@@ -64,32 +64,24 @@ class PSResult:
                 "history": self.history, **self.setup}
 
 
-def make_config(*, workers=4, servers=1, sharding="range", mode="bsp", staleness=2, steps=50,
-                partition_bytes=None, membership: Membership | None = None, ready=None, **training) -> PSConfig:
+def make_config(layout: Layout | None = None, **settings) -> PSConfig:
     """Check the run's layout and build the configuration the ranks receive.
 
-    `training`: PSConfig's own fields (width, layers, batch, lr, momentum, stragglers, slowdown,
-    straggle, eval_every, seed, start, restore), checked by PSConfig itself.
+    `layout`: a ``Layout``, or its fields as keywords (workers, servers, sharding, mode, staleness,
+    steps, partition_bytes, membership). The other settings are PSConfig's own fields (width, layers,
+    batch, lr, momentum, stragglers, slowdown, straggle, eval_every, seed, start, restore, ready),
+    checked by PSConfig itself.
     """
-    validate.whole(servers, "servers", 1, pool.MAX_RANKS)
-    roles = Roles.of(workers, servers)
-    mode, bound = consistency.check_mode(mode, staleness)
-    steps = validate.whole(steps, "steps", 1, 100_000)
+    names = {f.name for f in fields(Layout)}
+    lay = validate.config(Layout, layout, {k: v for k, v in settings.items() if k in names})
+    training = {k: v for k, v in settings.items() if k not in names}
     model = training_of(training)                      # the MLP, checked before its size is used
-    validate.whole(staleness, "staleness", 0, 100_000)
-    if partition_bytes is not None:                    # 0: one message per server, range sharding only
-        validate.whole(partition_bytes, "partition_bytes", 0 if sharding == "range" else 1, 1 << 30)
-    membership = membership or Membership(workers, steps)
-    if membership.workers != workers or membership.steps != steps:
-        raise ValueError(f"membership: made for {membership.workers} workers and {membership.steps} steps, "
-                         f"the run has {workers} and {steps}")
-    if mode != "bsp" and membership.join:
-        raise ValueError("membership: workers can join between steps only under BSP (mode='bsp')")
+    if "ready" in training and training["ready"] is None:
+        del training["ready"]                          # None: the default wait condition
     numel = train.parameter_count(model.width, model.layers)
-    if ready is not None:
-        training["ready"] = ready
-    return PSConfig(roles=roles, smap=shard_map(numel, servers, sharding, partition_bytes), membership=membership,
-                    mode=mode, staleness=bound, **training)
+    return PSConfig(roles=Roles.of(lay.workers, lay.servers),
+                    smap=shard_map(numel, lay.servers, lay.sharding, lay.partition_bytes),
+                    membership=lay.membership, mode=lay.mode, staleness=lay.bound, **training)
 
 
 def run_ps(config: PSConfig | None = None, *, colocated=False, bandwidth="10Gbit/s", latency="5us",
@@ -143,7 +135,8 @@ def _colocated(config: PSConfig | None, settings: dict, where: dict) -> PSResult
     workers, steps, sharding = cfg.roles.workers, cfg.membership.steps, cfg.smap.scheme
     training = {name: getattr(cfg, name) for name in ("width", "layers", "batch", "lr", "momentum", "seed",
                                                         "eval_every")}
-    out = run_hybrid(workers, 0, 0.0, steps=steps, partition_bytes=settings.get("partition_bytes"),
+    out = run_hybrid(workers=workers, cpu_servers=0, fraction=0.0, steps=steps,
+                     partition_bytes=settings.get("partition_bytes"),
                      method="hash" if sharding == "hash" else "balanced", **training, **where)
     tr = out["trace"]
     util = [sum(e.end - e.start for e in tr.of(r, "recv")) / tr.makespan for r in range(workers)]

@@ -22,7 +22,7 @@ workers apply the optimizer, the model trained is the all-reduce one (a test che
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
@@ -33,7 +33,7 @@ from .. import validate
 from . import protocol
 from .config import Training, training_of
 from .roles import Roles
-from .sharding import ShardMap
+from .sharding import ShardMap, check_servers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,19 +144,45 @@ def rank_main(comm, cfg: HybridConfig) -> dict:
             "params": parameters_to_vector(res.model.parameters()).detach().numpy() if comm.rank == 0 else None}
 
 
-def run_hybrid(workers=8, cpu_servers=2, fraction=None, *, bandwidth="10Gbit/s", latency="5us", partition_bytes=None,
-               device="cpu-core", efficiency=0.5, timeout=120.0, method="balanced", **training) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class HybridLayout:
+    """The summation service's shape: `workers` GPU workers, `cpu_servers` CPU servers, and how the model's
+    partitions split between them (``sharding.mixed_map``: `fraction` to the CPU servers, BytePS's optimum
+    when None; `partition_bytes` a partition, the default when None; `method` 'balanced' or 'hash')."""
+    workers: int = 8
+    cpu_servers: int = 2
+    fraction: float | None = None
+    partition_bytes: int | None = None
+    method: str = "balanced"
+
+    def __post_init__(self):
+        check_servers(self.workers, "workers")
+        validate.whole(self.cpu_servers, "cpu_servers", 0, self.workers, int_only=True)
+        validate.choice(self.method, "method", ("balanced", "hash"))
+        x = self.fraction if self.fraction is None else validate.number(self.fraction, "fraction")
+        if x is not None and (not 0 <= x <= 1 or (x > 0 and self.cpu_servers == 0)):
+            raise ValueError(f"fraction: must be in [0, 1] (and 0 without CPU servers), got {x!r}")
+
+
+def run_hybrid(layout: HybridLayout | None = None, *, bandwidth="10Gbit/s", latency="5us", device="cpu-core",
+               efficiency=0.5, timeout=120.0, **settings) -> dict:
     """Run the summation service on real ranks: step and push/pull time, per-rank bytes, accuracy.
 
-    `training`: HybridConfig's own fields (steps, width, layers, batch, lr, momentum, seed, eval_every).
+    `layout`: a ``HybridLayout``, or its fields as keywords (workers, cpu_servers, fraction,
+    partition_bytes, method). The other settings are HybridConfig's own fields (steps, width, layers,
+    batch, lr, momentum, seed, eval_every).
     """
     from ..runtime import launch, memory, shared
     from ..net.network import network as make_network
     from ..net.presets import device as make_device
     from .sharding import DEFAULT_PARTITION_BYTES, mixed_map
+    names = {f.name for f in fields(HybridLayout)}
+    training = {k: v for k, v in settings.items() if k not in names}
     model = training_of(training)                                # the MLP, checked before its size is used
+    lay = validate.config(HybridLayout, layout, {k: v for k, v in settings.items() if k in names})
+    workers, cpu_servers = lay.workers, lay.cpu_servers
     smap = mixed_map(train.parameter_count(model.width, model.layers), workers, cpu_servers,
-                     partition_bytes or DEFAULT_PARTITION_BYTES, fraction=fraction, method=method)
+                     lay.partition_bytes or DEFAULT_PARTITION_BYTES, fraction=lay.fraction, method=lay.method)
     cfg = HybridConfig(workers=workers, cpu_servers=cpu_servers, smap=smap, **training)
     net = make_network(bandwidth, latency)
     ranks = workers + cpu_servers

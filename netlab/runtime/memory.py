@@ -21,21 +21,30 @@ pools count against the same 2 GB. When a run would not fit, or would leave less
 to spare, it first asks the idle pools of the user's other kernels to give their ranks back
 (``runtime/cooperate.py``), and runs if it fits then, saying what was freed
 ("freed 0.6 GB from 2 idle chapters"). What it let start is remembered, so that an OOM kill during
-the run can say that memory grew after the check (``after_the_check``). Left out: swap and
-memory.high throttling.
+the run can say that memory grew after the check (``after_the_check``). Every check can be logged
+with its inputs (``NETLAB_MEMORY_LOG``, one JSON line each; ``binder/emulate.py`` reads them). Left
+out: swap and memory.high throttling.
 
 One concept: the pool's memory accounting, the limit this process may use and a run's estimate checked
 against it.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
 
-# Kept free beyond a run's own estimate: the fork server that starts ranks (torch preloaded,
-# ~150 MB), page cache that cannot be dropped, and the estimates' error. Bytes.
+# Kept free beyond a run's own estimate: page cache that cannot be dropped (the shared libraries
+# of torch that ranks map), the kernel's own growth in the cells that follow, and the estimates'
+# error. Bytes.
 MEMORY_HEADROOM = 300e6
+# The fork server that starts ranks, counted when the run must start one (none is running for this
+# notebook): its anonymous memory, which its ranks share copy-on-write -- torch (143 MB),
+# torch.utils.flop_counter with sympy (69 MB) and netlab's modules, all preloaded (preload.py).
+# Measured: 215 MB (Anonymous in /proc/PID/smaps_rollup, torch 2.13 CPU); tests/test_memory.py holds
+# a real fork server under it. Bytes.
+FORKSERVER_BYTES = 240e6
 # A rank's own memory beyond the tensors it holds (torch's allocator, buffers, the data set): one
 # that trains on the digits data set, and one that only times a step or a collective. Bytes. Ranks
 # are forked from a fork server with torch loaded, so torch's ~200 MB are shared copy-on-write and
@@ -225,6 +234,7 @@ class Check:
     what: str
     ranks: int
     per_rank: float          # bytes
+    need: float              # bytes: the ranks, and the fork server when the run starts one
     available: int           # bytes free for it (this notebook's own reusable ranks included)
     used: int
     limit: int
@@ -234,20 +244,23 @@ _last_check: Check | None = None
 
 
 def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, root: str = "/",
-                 held: list[int] | None = None) -> None:
+                 held: list[int] | None = None, forkserver: bool = False) -> None:
     """Refuse, with a clear error, a run whose ranks would not fit in the memory that is free now.
 
     `held`: pids of ranks the run will reuse or replace (``netlab.runtime.shared.check_memory`` passes the
     shared pool's; this module sits below the runtime and does not look for them). Their own memory
     is already counted as used, so up to `per_rank_bytes` each of it is counted as free.
+    `forkserver`: the run must start a fork server too (none runs for this notebook): FORKSERVER_BYTES
+    more.
     When it does not fit, or would leave less than ASK_MARGIN to spare, the idle pools of the user's
     other kernels are asked for their ranks first (only for the real machine, `root` "/"). Raising MemoryError here is better than what
     happens otherwise: the OOM killer ends a rank, or the whole kernel, without a word.
     """
-    need = ranks * per_rank_bytes
+    need = ranks * per_rank_bytes + (FORKSERVER_BYTES if forkserver else 0)
     status = memory_status(root)
     if need + MEMORY_HEADROOM + ASK_MARGIN <= status.available:
-        _remember(what, ranks, per_rank_bytes, status, status.available)
+        _remember(what, ranks, per_rank_bytes, need, status, status.available)
+        _log_check(what, ranks, per_rank_bytes, need, status, 0, None, "ran")
         return              # fits in what is free: no need to read the ranks' smaps (~15 ms each, every change)
     reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (held or ()))
     asked = None
@@ -268,18 +281,48 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, r
             tried = (f" Idle pools of other notebooks were asked for their ranks first: {len(asked.released)} of "
                      f"{asked.asked} gave them back" + (f" ({len(asked.busy)} busy running)" if asked.busy else "")
                      + ".")
+        _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "refused")
+        starts = f", and the fork server that starts them, {FORKSERVER_BYTES / 1e6:.0f} MB" if forkserver else ""
         raise MemoryError(
-            f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB) plus "
+            f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB{starts}) plus "
             f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {(status.available + reusable) / gb:.2f} GB is free "
             f"({status.used / gb:.2f} GB of {status.limit / gb:.2f} GB in use, {reusable / gb:.2f} GB of it by this "
             f"notebook's own ranks; limit from {status.source}).{tried} Shut down other notebooks' kernels (or run "
             "netlab.shutdown() in them), or use fewer ranks or a smaller size.")
-    _remember(what, ranks, per_rank_bytes, status, status.available + reusable)
+    _remember(what, ranks, per_rank_bytes, need, status, status.available + reusable)
+    _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "ran")
 
 
-def _remember(what, ranks, per_rank, status: MemoryStatus, available) -> None:
+def _log_check(what, ranks, per_rank, need, status: MemoryStatus, reusable, asked, verdict) -> None:
+    """One JSON line per check in $NETLAB_MEMORY_LOG, when set (binder/emulate.py reads them): its
+    inputs (what was free and in use, the estimate, this notebook's reusable ranks), whom it asked
+    and what it decided. Bytes; nothing is written where the variable is unset."""
+    path = os.environ.get("NETLAB_MEMORY_LOG")
+    if not path:
+        return
+    line = {"time": time.time(), "pid": os.getpid(), "notebook": os.path.basename(os.environ.get("JPY_SESSION_NAME", "")),
+            "what": what, "ranks": ranks, "per_rank": int(per_rank), "need": int(need),
+            "forkserver": int(need - ranks * per_rank),
+            "headroom": int(MEMORY_HEADROOM), "available": status.available, "used": status.used,
+            "limit": status.limit, "reusable": int(reusable), "verdict": verdict,
+            "asked": asked.asked if asked is not None else 0,
+            "released": list(asked.released) if asked is not None else []}
+    try:
+        with open(path, "a") as f:                 # one short write: lines from several kernels do not mix
+            f.write(json.dumps(line) + "\n")
+    except OSError:
+        pass
+
+
+def _remember(what, ranks, per_rank, need, status: MemoryStatus, available) -> None:
     global _last_check
-    _last_check = Check(time.monotonic(), what, ranks, per_rank, int(available), status.used, status.limit)
+    _last_check = Check(time.monotonic(), what, ranks, per_rank, need, int(available), status.used, status.limit)
+
+
+def checked_recently(ranks: int, seconds: float) -> bool:
+    """Whether a check in the last `seconds` let a run of at least `ranks` ranks start (this process)."""
+    check = _last_check
+    return check is not None and check.ranks >= ranks and time.monotonic() - check.time <= seconds
 
 
 REMEMBER_S = 600.0           # a check this old is not taken to be the one that let a run start
@@ -297,7 +340,7 @@ def after_the_check(rank_pids: list[int]) -> str:
     gb = 1e9
     held = [private_bytes(pid) for pid in rank_pids]
     text = (f"; memory grew after the check: it let {check.what} start with {check.available / gb:.2f} GB free "
-            f"for its estimated {check.ranks * check.per_rank / gb:.2f} GB plus {MEMORY_HEADROOM / gb:.1f} GB to "
+            f"for its estimated {check.need / gb:.2f} GB plus {MEMORY_HEADROOM / gb:.1f} GB to "
             f"spare ({check.used / gb:.2f} GB of {check.limit / gb:.2f} GB in use), then an OOM kill came")
     if held and max(held):
         text += (f"; the ranks still alive hold at most {max(held) / 1e6:.0f} MB each (the check allowed "

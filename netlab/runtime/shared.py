@@ -36,9 +36,20 @@ def get_cluster(ranks: int) -> Cluster:
         return pool
 
 
+# A pool that starts is checked against the memory that is free (memory.check_memory: ranks at
+# LIGHT_RANK_BASE each, and the fork server if none runs), asking other notebooks' idle pools first,
+# unless the run's own code checked it with its own estimate in the last CHECKED_S seconds. Without
+# this, netlab.run on a function of the student's (or chapter 5's real-vs-simulator table) started
+# eight ranks and a fork server unchecked, and the OOM killer made the room (issue 27).
+CHECKED_S = 30.0
+
+
 def _pool(ranks: int) -> Cluster:                    # caller holds pool._lock
     global _default
     if _default is None or not _default.alive or _default.world_size < ranks:
+        if not _memory.checked_recently(ranks, CHECKED_S):      # netlab.run's own functions, a panel
+            what = f"this run on {ranks} rank{'s' if ranks > 1 else ''}"
+            check_memory(ranks, _memory.rank_bytes(0, 0, _memory.LIGHT_RANK_BASE), what)
         if _default is not None:
             _default.close(force=not _default.alive)
         _default = Cluster(ranks)
@@ -220,8 +231,10 @@ def trim_when_kernel_idles() -> bool:
 def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, root: str = "/",
                  held: list[int] | None = None) -> None:
     """``netlab.runtime.memory.check_memory`` with `held` defaulting to the shared pool's ranks, which a run
-    reuses or replaces (so the memory they hold counts as free for it)."""
+    reuses or replaces (so the memory they hold counts as free for it), and the fork server counted
+    when none runs for this notebook (the run will start one)."""
+    pool = _default
     if held is None:
-        pool = _default
         held = list(pool.pids) if pool is not None and pool.alive else []
-    _memory.check_memory(ranks, per_rank_bytes, what, root=root, held=held)
+    forkserver = death.forkserver_pid() is None and not (pool is not None and pool.alive)
+    _memory.check_memory(ranks, per_rank_bytes, what, root=root, held=held, forkserver=forkserver)

@@ -10,7 +10,7 @@ import ipywidgets as widgets
 from ..runtime.pool import MAX_RANKS
 from ..data import size
 from ..figures.common import margins
-from ..figures.step import timeline
+from ..figures.timeline import from_trace, timeline
 from ..net.presets import DEVICES
 from ..dataparallel.step import measure_step
 from ..dataparallel.train import grad_bytes
@@ -68,6 +68,7 @@ class StepPanel(Panel):
             margins(fig, (0.9, 0.25, bottom, top))
             self._figures[ranks] = fig, ax
         fig, ax = self._figures[ranks]
-        timeline(r.trace, ax=ax, span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
+        timeline(from_trace(r.trace), ax=ax, ranks=r.trace.world_size, clock="virtual" if r.trace.virtual else "wall",
+                 span_s=max(r.total_s, r.trace.makespan), step=(r.compute_s, r.comm_s),
                  title="one training step: its split (top) and each rank's timeline")
         return text, fig
