@@ -64,6 +64,16 @@ def running(pid: int) -> bool:
         return False
 
 
+def remove_cgroup(path, seconds: float = 10.0) -> None:
+    """Remove a test's memory cgroup once its last process has left (rmdir fails while one remains)."""
+    for _ in range(int(seconds / 0.1)):
+        try:
+            os.rmdir(path)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def wait_gone(pids, seconds: float = 10.0) -> list[int]:
     """Pids still running after `seconds` (empty when all are gone)."""
     import time

@@ -17,7 +17,7 @@ import time
 import psutil
 import pytest
 
-from conftest import running, wait_gone
+from conftest import remove_cgroup, running, wait_gone
 
 pytestmark = pytest.mark.slow             # fresh interpreters, each with a pool
 
@@ -176,9 +176,4 @@ def test_the_memory_check_asks_before_it_refuses(lab, tmp_path):
         assert freed >= 0.5 * uss - 0.05e9, (freed, uss)  # the cgroup's own count (one decimal)
         assert wait_gone(pids) == []
     finally:
-        for _ in range(100):
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(cgroup)

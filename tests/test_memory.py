@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from conftest import remove_cgroup
+
 from netlab.runtime import memory
 
 GB = 1 << 30
@@ -267,12 +269,7 @@ def test_a_pool_start_is_checked_and_its_estimate_covers_what_the_cgroup_counts(
         assert check["forkserver"] == memory.FORKSERVER_BYTES          # none ran: it had to start one
         assert 0.5 * check["need"] < grew < check["need"], (grew, check["need"])   # counted, not wildly over
     finally:
-        for _ in range(100):
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(cgroup)
 
 
 @pytest.mark.slow                        # starts pools in this process

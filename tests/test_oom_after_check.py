@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from conftest import remove_cgroup
+
 from test_rank_death import _memory_cgroup_we_can_limit
 
 pytestmark = pytest.mark.slow             # fills a cgroup until the OOM killer acts
@@ -101,9 +103,4 @@ def test_an_oom_kill_after_the_check_says_memory_grew(tmp_path, victim):
             left = _procs(cgroup)
         assert left == [], left                         # nothing left in the cgroup once the script ended
     finally:
-        for _ in range(100):
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(cgroup)

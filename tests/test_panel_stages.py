@@ -54,6 +54,11 @@ def test_a_newer_change_skips_the_rest_of_an_older_one():
     seen = shown_texts(p)
     p.controls["n"].value = 6
     assert p.computed == [(6, "first")] and seen == [["first answer for n=6"]] and p.stages == 1
+    # The newer change has not run yet: the status says so, never "took" over a first answer.
+    assert p.status.value == QUEUED and "took" not in p.status.value
+    p.supersede = False
+    p._run_pending()                                  # the kernel gets to the newer change
+    assert p.last == (6, "full") and "this change took" in p.status.value
 
 
 def test_a_change_that_waits_for_a_busy_kernel_says_so_then_answers(monkeypatch):

@@ -16,7 +16,7 @@ import torch
 
 import netlab
 from netlab.runtime import death
-from conftest import pool_pids, running, wait_gone
+from conftest import pool_pids, remove_cgroup, running, wait_gone
 
 NET = netlab.network("10Gbit/s", "5us")
 
@@ -127,12 +127,7 @@ def test_an_oom_killed_rank_says_out_of_memory(tmp_path):
             assert "oom_kill 1" in f.read()             # the kernel's own count agrees: one OOM kill
         assert after == "[0, 1]"
     finally:
-        for _ in range(100):
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(cgroup)
 
 
 def test_a_sigkill_by_someone_is_not_called_out_of_memory():

@@ -241,6 +241,11 @@ class Panel:
             if collecting:
                 gc.enable()
         self.runs += 1
+        if self._superseded():
+            # A newer change is waiting and runs next: what is on screen is a first answer, not this
+            # panel's final word, so the status must not read as finished.
+            self.status.value = QUEUED
+            return
         # What this change cost in the kernel (run + figure), so the time a chapter states can be checked.
         first = f"first answer after {self.first_seconds:.2f} s, " if self.stages > 1 else ""
         self.status.value = (f'<span style="color:#777">this change took {first}{self.seconds:.2f} s in the '
