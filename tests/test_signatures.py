@@ -32,6 +32,9 @@ MAX_PARAMETERS = 8
 # More than 8 parameters, every one past the 4th keyword-only: simple options rather than a chapter's knobs.
 KEYWORD_ONLY = {
     "compress/powersgd.py:PowerSGD.__init__": "torch's PowerSGDState takes the same keywords; compress.make builds it",
+    "figures/timeline.py:timeline": ("a figure's drawing options (rows, span, unit, labels, legend), each "
+                                     "keyword-only with a default, the way matplotlib's own plot functions "
+                                     "take them; every chapter's timeline passes two or three"),
 }
 
 
