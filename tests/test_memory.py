@@ -280,9 +280,9 @@ def test_netlab_run_checks_each_pool_it_starts_once_counting_the_fork_server_onl
     calls = []
     original = memory.check_memory
 
-    def spy(ranks, per_rank, what="this run", root="/", held=None, forkserver=False):
+    def spy(ranks, per_rank, what="this run", *, root="/", held=None, forkserver=False):
         calls.append((ranks, per_rank, what, sorted(held or []), forkserver))
-        return original(ranks, per_rank, what, root, held, forkserver)
+        return original(ranks, per_rank, what, root=root, held=held, forkserver=forkserver)
     netlab.shutdown()
     shared._stop_forkserver_if_unused()
     assert death.forkserver_pid() is None
