@@ -168,7 +168,8 @@ _READ_PANEL = """(p) => {
     .filter(o => o.getAttribute('data-mime-type') === '""" + ERROR_MIME + """' ||
                  (o.getAttribute('data-mime-type') === '""" + STDERR_MIME + """' && /Traceback|Error/.test(o.innerText)))
     .map(o => o.innerText);
-  return {text: out.innerText, imgs: imgs, errors: errors};
+  const status = p.querySelector('.netlab-panel-status');
+  return {text: out.innerText, imgs: imgs, errors: errors, status: status ? status.innerText : ''};
 }"""
 
 _PAGE_ERRORS = """() => {
@@ -263,10 +264,18 @@ class Figure:
 
 @dataclass
 class Snapshot:
-    """What a panel shows: its output's text, its images' sources (data: URLs) and its error outputs."""
+    """What a panel shows: its output's text, its images' sources (data: URLs), its error outputs and its
+    status line, read in one pass over the page so that they belong to the same moment."""
     text: str
     imgs: list
     errors: list
+    status: str = ""
+
+    @property
+    def busy(self) -> bool:
+        """The status line says a change is computing, refining its first answer or waiting for the
+        kernel (netlab.ui.panel's words)."""
+        return bool(re.search(r"computing|on its way|waiting for", self.status))
 
     @property
     def figures(self) -> list:
@@ -430,28 +439,28 @@ class Panel:
         raise ValueError(f"control: a {control['kind']} cannot be moved to a position")
 
     def busy(self) -> bool:
-        """The panel's status line says a change is computing, refining its first answer or waiting for
-        the kernel (netlab.ui.panel's words). The kernel's own status is no guide: a change runs on the
-        main thread after the widget message that brought it has been answered, so the kernel reads
-        "Idle" while the panel still computes."""
-        status = self.root.locator(".netlab-panel-status")
-        if not status.count():
-            return False
-        return bool(re.search(r"computing|on its way|waiting for", status.first.inner_text()))
+        """The panel's status line says a change is still under way. The kernel's own status is no
+        guide: a change runs on the main thread after the widget message that brought it has been
+        answered, so the kernel reads "Idle" while the panel still computes."""
+        return self.snapshot().busy
 
     def wait_change(self, before: Snapshot, timeout_s: float = 120, settle_s: float = 1.5) -> tuple[Snapshot, float]:
-        """Wait until the panel shows something new, then until it has stopped changing for `settle_s`
-        with the kernel idle and the panel's status line done (a figure may arrive after the text, a
-        full answer after the first); return (snapshot, seconds waited)."""
+        """Wait until the panel shows something new, then until it has shown the same thing for `settle_s`
+        with its status line done and the kernel idle all along (a figure may arrive after the text, a
+        full answer after the first); return (snapshot, seconds waited).
+
+        The quiet period counts only snapshots taken after the status was read as done, in the same read
+        as the figure: a status checked after a separate read of the figure can be the full answer's
+        while the figure read is still the first answer's."""
         t0 = time.monotonic()
         last, since = before, time.monotonic()
         while time.monotonic() - t0 < timeout_s:
+            idle = self.nb.kernel_status() == "Idle"
             now = self.snapshot()
-            if now.differs(last):
-                last, since = now, time.monotonic()
-            elif (last.differs(before) and time.monotonic() - since >= settle_s and not self.busy()
-                  and self.nb.kernel_status() == "Idle"):
-                return last, time.monotonic() - t0
+            if now.differs(last) or now.busy or not idle:
+                last, since = (now if now.differs(last) else last), time.monotonic()
+            elif last.differs(before) and time.monotonic() - since >= settle_s:
+                return now, time.monotonic() - t0
             time.sleep(0.1)
         return self.snapshot(), time.monotonic() - t0
 

@@ -296,6 +296,34 @@ def test_figure_checks_pass_a_whole_figure_and_catch_broken_ones():
     assert text_problems(Snapshot("error: TypeError: boom", [], [])) == ["the panel says 'error: TypeError: boom'"]
 
 
+def test_waiting_for_a_change_ends_on_the_full_answer_even_when_it_lands_between_two_reads():
+    """A refining panel shows its first answer, says "on its way" for longer than the settling time,
+    then shows the full answer and clears its status. Here the full answer lands just after each read
+    of the figure, before anything else is read: the wait must still end on the full answer."""
+    from browser_driver import Panel
+    from netlab.ui.panel import REFINING
+
+    first = Snapshot("first answer, the first 20 of 60 steps", ["a"], [], REFINING)
+    full = Snapshot("the full answer", ["b"], [], "this change took 3.1 s in the kernel")
+
+    class Page(Panel):                         # the page as a browser reads it, one read at a time
+        def __init__(self):
+            self.t0, self.now = time.monotonic(), first
+            self.nb = type("Nb", (), {"kernel_status": staticmethod(lambda: "Idle")})()
+
+        def snapshot(self):
+            shown = Snapshot(self.now.text, self.now.imgs, [], self.now.status.replace("<i>", ""))
+            if time.monotonic() - self.t0 > 2.0:
+                self.now = full                # arrives right after this read
+            return shown
+
+        def busy(self):
+            return "on its way" in self.now.status.replace("<i>", "")
+
+    after, _ = Page().wait_change(Snapshot("before", ["z"], []), timeout_s=10, settle_s=1.5)
+    assert after.text == "the full answer"
+
+
 # The regime walk, on the panels' own definitions (no browser needed): it reaches what the issue asks
 # for by name (every routing mode and both fabrics in chapter 5, every scenario in chapter 7), sees each
 # greyable control greyed and enabled again, and never moves a control while it is greyed.

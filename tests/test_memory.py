@@ -92,7 +92,7 @@ def test_check_memory_compares_with_what_is_free(tmp_path):
     write(root, "sys/fs/cgroup/pod/memory.current", str(int(1.4 * GB)))  # two kernels already open
     memory.check_memory(2, 100e6, root=root, held=[])                  # 0.2 GB + headroom fits in 0.6 GB
     with pytest.raises(MemoryError, match=r"only 0\.6\d GB is free .*Shut down other notebooks"):
-        memory.check_memory(4, 100e6, "this step", root=root, held=[])  # would fit the limit, not what is free
+        memory.check_memory(5, 100e6, "this step", root=root, held=[])  # 0.5 GB + 0.15: fits the limit, not what is free
     # this notebook's own pool: 4 ranks holding 150 MB each of their own, reused by the run
     for pid in range(100, 104):
         write(root, f"proc/{pid}/smaps_rollup", "Rss: 300000 kB\nPrivate_Clean: 46875 kB\nPrivate_Dirty: 100000 kB\n")
@@ -195,9 +195,9 @@ def test_a_run_that_starts_a_fork_server_counts_it(tmp_path):
     write(root, "proc/self/cgroup", "0::/pod\n")
     write(root, "sys/fs/cgroup/pod/memory.max", str(2 * GB))
     write(root, "sys/fs/cgroup/pod/memory.current", str(int(1.4 * GB)))   # 0.64 GB free
-    per_rank = 50e6                                    # 0.2 GB + 0.3 GB headroom: fits without a fork server
+    per_rank = 100e6                                   # 0.4 GB + 0.15 GB headroom: fits without a fork server
     memory.check_memory(4, per_rank, root=root, held=[])
-    with pytest.raises(MemoryError, match=r"needs about 0\.44 GB \(4 ranks x 50 MB, and the fork server that "
+    with pytest.raises(MemoryError, match=r"needs about 0\.64 GB \(4 ranks x 100 MB, and the fork server that "
                                           r"starts them, 240 MB\)"):
         memory.check_memory(4, per_rank, "this run", root=root, held=[], forkserver=True)
 

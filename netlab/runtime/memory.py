@@ -37,8 +37,11 @@ from dataclasses import dataclass
 
 # Kept free beyond a run's own estimate: page cache that cannot be dropped (the shared libraries
 # of torch that ranks map), the kernel's own growth in the cells that follow, and the estimates'
-# error. Bytes.
-MEMORY_HEADROOM = 300e6
+# error. Bytes. It was 300 MB: back to back with nine kernels open in 2 GB, that refused chapter 8's
+# and 9's runs on 4-9 ranks with 0.5-0.68 GB free, with no OOM kill; at 150 MB (and 27 MB a light
+# rank) chapter 8's 9-rank run runs too, still with no OOM kill, and four cells are refused
+# (binder/emulate.py --modes back-to-back, docs/instructors.md).
+MEMORY_HEADROOM = 150e6
 # The fork server that starts ranks, counted when the run must start one (none is running for this
 # notebook): its anonymous memory, which its ranks share copy-on-write -- torch (143 MB),
 # torch.utils.flop_counter with sympy (69 MB) and netlab's modules, all preloaded (preload.py).
@@ -51,9 +54,10 @@ FORKSERVER_BYTES = 240e6
 # counted once (in the fork server); what a rank adds is its private memory. Measured with
 # benchmarks/rank_memory.py: at most 44 MB per rank in chapter 3's 12-rank parameter-server run (7 MB
 # of it tensors), 21 MB in compressed training, 18 MB in a timed step; these bases keep the estimate
-# 1.5x or more above each, and tests/test_memory.py holds a real run's ranks under it.
+# 1.5x or more above each, and tests/test_memory.py holds a real run's ranks under it (an 8-rank pool
+# and its fork server grew a memory cgroup by 309 MB: 216 + 240 MB estimated).
 RANK_BASE = 60e6
-LIGHT_RANK_BASE = 35e6
+LIGHT_RANK_BASE = 27e6
 # Idle pools of other kernels are asked for their ranks when a run would leave less than this free
 # beyond its estimate and headroom, not only when it would be refused: the kernel that runs grows too
 # (its simulations, a fork server of its own), and an idle pool gives back more than it costs (a
