@@ -166,25 +166,25 @@ _READ_PANEL = """(p) => {
   const imgs = [...out.querySelectorAll('img')].map(i => i.getAttribute('src') || '');
   const errors = [...out.querySelectorAll('.jp-OutputArea-output')]
     .filter(o => o.getAttribute('data-mime-type') === '""" + ERROR_MIME + """' ||
-                 (o.getAttribute('data-mime-type') === '""" + STDERR_MIME + """' && /Traceback|Error/.test(o.innerText)))
-    .map(o => o.innerText);
+                 (o.getAttribute('data-mime-type') === '""" + STDERR_MIME + """' && /Traceback|Error/.test(o.textContent)))
+    .map(o => o.textContent);
   const status = p.querySelector('.netlab-panel-status');
-  return {text: out.innerText, imgs: imgs, errors: errors, status: status ? status.innerText : ''};
+  return {text: out.innerText, imgs: imgs, errors: errors, status: status ? status.textContent : ''};
 }"""
 
 _PAGE_ERRORS = """() => {
   const found = [];
   for (const o of document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')) {
-    const mime = o.getAttribute('data-mime-type'), text = o.innerText;
+    const mime = o.getAttribute('data-mime-type'), text = o.textContent;
     if (mime === '""" + ERROR_MIME + """') found.push(text);
     else if (mime === '""" + STDERR_MIME + """' && /Traceback|Error/.test(text)) found.push(text);
   }
   for (const w of document.querySelectorAll('.jp-Notebook .jupyter-widgets, .jp-Notebook .jp-OutputArea-output')) {
-    const t = w.childElementCount === 0 ? w.innerText : '';
+    const t = w.childElementCount === 0 ? w.textContent : '';
     if (/Error displaying widget|Error rendering|model not found/.test(t)) found.push(t);
   }
   for (const w of document.querySelectorAll('.jp-Notebook .widget-error, .jp-Notebook .jupyter-widgets-error'))
-    found.push('failed widget: ' + w.innerText);
+    found.push('failed widget: ' + w.textContent);
   return found;
 }"""
 
@@ -332,8 +332,11 @@ class Notebook:
         t0 = time.monotonic()
         self.menu("Run", "Run All Cells")
         while time.monotonic() - t0 < timeout_s:
+            # textContent, not innerText: JupyterLab renders cells off screen with content-visibility,
+            # and their innerText reads "" (neither queued nor unrun), so a cell running off screen
+            # looked done
             prompts = self.page.eval_on_selector_all(
-                ".jp-Notebook .jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.innerText.trim())")
+                ".jp-Notebook .jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.textContent.trim())")
             if prompts and not any("*" in p for p in prompts) and all(p != "[ ]:" for p in prompts):
                 break
             if prompts and not any("*" in p for p in prompts) and self.errors():
