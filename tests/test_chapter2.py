@@ -75,6 +75,38 @@ def test_panel_measures_every_algorithm_beside_its_formula(capsys):
     assert panel.rows[0]["ranks"] == 8
 
 
+@pytest.mark.slow
+def test_panel_answers_first_with_the_chosen_algorithm_then_all_and_again_at_once():
+    """A new setting shows the chosen algorithm measured (bench's own rows) over every formula
+    (cost.time), then every algorithm measured; a message size or algorithm seen at that setting
+    answers in one stage from the same measurement."""
+    from netlab.collectives.bench import bench
+    from netlab.units import parse_bytes
+
+    panel = ch2.CollectivePanel(ranks=3, size="64K", bandwidth="10Gbit/s", algo="tree")
+    sizes = [parse_bytes(s) for s in ch2.SIZES]
+    assert panel.stages == 2                              # the start: a first answer, then the full one
+    assert len(list(panel.render(panel.values()))) == 1   # the same setting again: one answer, measured
+    panel._measured.clear()
+    stages = panel.render(panel.values())
+    text, _ = next(stages)
+    rows = panel.rows
+    tree = [r for r in rows if r["algo"] == "tree"]
+    assert [r["time_s"] for r in tree] == [r["time_s"] for r in bench("allreduce", "tree", 3, sizes, network=NET)]
+    others = [r for r in rows if r["algo"] != "tree"]
+    assert {r["algo"] for r in others} == set(experiments.FLAT) - {"tree"}
+    assert all(r["time_s"] != r["time_s"] for r in others)           # not measured yet (NaN): no marker
+    assert all(r["predicted_s"] == cost.time("allreduce", r["algo"], 3, r["bytes"], network=NET) for r in others)
+    assert "fastest: follows" in text
+    text, _ = next(stages)
+    assert "fastest: " in text and "follows" not in text
+    assert all(r["time_s"] == pytest.approx(r["predicted_s"], rel=0.01) for r in panel.rows)
+    with pytest.raises(StopIteration):
+        next(stages)
+    panel.controls["algo"].value = "ring"
+    assert panel.stages == 1 and panel.text.splitlines()[0].startswith("ring all-reduce of 64.0 KiB on 3 ranks")
+
+
 @pytest.mark.slow                       # 19 sizes up to 256 MB on 8 ranks
 def test_bench_command_json_and_check(run_cli):
     code, stdout, stderr = run_cli("bench", "allreduce", "--ranks", "8", "--algo", "ring", "--bandwidth", "100Gbit/s",
