@@ -58,7 +58,7 @@ import threading
 from dataclasses import dataclass
 
 from .. import validate
-from ..runtime.rundir import _alive as _pid_alive   # the same liveness rule as the driver folders
+from ..runtime.rundir import alive as _pid_alive    # the same liveness rule as the driver folders
 
 NETNS_DIR = "/var/run/netns"
 PREFIX = "nl-"                              # every namespace this module creates: nl-<pid>-<k>-<role>

@@ -75,7 +75,7 @@ def _other_drivers() -> list[str]:
         folder = os.path.join(root, name)
         if len(parts) < 3 or not parts[0].isdigit() or folder == mine:
             continue
-        if rundir._alive(int(parts[0]), parts[1]):
+        if rundir.alive(int(parts[0]), parts[1]):
             found.append(folder)
     return found
 

@@ -32,7 +32,9 @@ def _start_time(pid: int) -> str:
         return ""
 
 
-def _alive(pid: int, started: str) -> bool:
+def alive(pid: int, started: str) -> bool:
+    """Whether process `pid` still runs and is the one that started at `started` (its start time in
+    /proc, "" for any): a pid the kernel reused for another process reads as gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -62,7 +64,7 @@ def sweep(root: str) -> list[str]:
         parts = name.split("-")
         if len(parts) < 3 or not parts[0].isdigit():
             continue
-        if not _alive(int(parts[0]), parts[1]):
+        if not alive(int(parts[0]), parts[1]):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
             removed.append(name)
     return removed
