@@ -62,7 +62,13 @@ CALLS = {
         'assert all(r.step_s > 0 for r in runs.values())\n'
         'assert bench("alltoall", "pairwise", 2, [4096], network=network("10Gbit/s", "5us"), check=True)[0]["check"] == "ok"\n'
         'panel = Ch8Panel(hosts=8)\n'
-        'assert panel.error is None and panel.last["chosen"]["time_s"] > 0',
+        'assert panel.error is None and panel.last["chosen"]["time_s"] > 0\n'
+        'assert board.play("allreduce-4k", small=True)[0].verdict == "ok"',
+    "09_ethernet_for_ai.ipynb":
+        'real_s, seen = incast_on_ranks(3, 65536, "1Gbit/s", "50us", congestion=Congestion("rccc", buffer=32768))\n'
+        'assert real_s > 0\n'
+        'panel = EthernetPanel()\n'
+        'assert panel.error is None',
 }
 
 

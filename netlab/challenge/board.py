@@ -185,19 +185,27 @@ class Played(list):
                          f"{'' if r.time_s is None else f'{r.time_s * 1e6:10.3f} us'}" for r in self)
 
 
-def _load(path: str, function: str):
-    import sys
-    import types
+class _FromFile:
+    """A baseline's function, loaded from its file where it is called: on the rank, never in the kernel
+    (a baseline imports torch, and a chapter's kernel does not: on Binder every open kernel's memory
+    counts against the same 2 GB, and torch is about 200 MB of it)."""
 
-    import cloudpickle
-    name = f"challenge_baseline_{os.path.basename(os.path.dirname(path))}_{os.path.basename(path)[:-3]}"
-    module = types.ModuleType(name)
-    module.__file__ = path
-    with open(path, encoding="utf-8") as f:
-        exec(compile(f.read(), path, "exec"), module.__dict__)
-    sys.modules[name] = module
-    cloudpickle.register_pickle_by_value(module)            # ranks receive its functions by value
-    return getattr(module, function)
+    _loaded: dict = {}                                   # per process: (path, function) -> the function
+
+    def __init__(self, path: str, function: str):
+        self.path, self.function = path, function
+        self.__name__ = function
+
+    def __call__(self, *args):
+        key = (self.path, self.function)
+        if key not in self._loaded:
+            import types
+            module = types.ModuleType(f"challenge_baseline_{os.path.basename(os.path.dirname(self.path))}")
+            module.__file__ = self.path
+            with open(self.path, encoding="utf-8") as f:
+                exec(compile(f.read(), self.path, "exec"), module.__dict__)
+            self._loaded[key] = getattr(module, self.function)
+        return self._loaded[key](*args)
 
 
 def play(name, small: bool | None = None) -> Played:
@@ -216,7 +224,7 @@ def play(name, small: bool | None = None) -> Played:
     small_t = t.scaled(hosts=2, accelerators=4, nbytes=min(t.nbytes, 1 << 20))
     rows = []
     for entry, path in entries(folder):
-        v = judge(small_t, _load(path, t.function))
+        v = judge(small_t, _FromFile(path, t.function))
         rows.append(Row(entry, v["verdict"], v.get("message", ""), v.get("time_s"), v.get("algbw_GBps"),
                         v.get("busbw_GBps"), v.get("messages"), v.get("links", [])))
     return Played(small_t, rank_rows(rows))
