@@ -1,6 +1,7 @@
 """An idle shared pool gives its ranks back; a run in progress is never released."""
 import sys
 import time
+from multiprocessing import resource_tracker
 
 import pytest
 
@@ -29,12 +30,14 @@ def test_idle_pool_releases_its_processes(short_idle, monkeypatch):
     netlab.set_idle_timeout(1.0)
     assert netlab.run(_rank, ranks=2).values == [0, 1]
     pids = pool_pids()
-    assert len(pids) == 2
+    tracker = resource_tracker._resource_tracker._pid                # started with the fork server
+    assert len(pids) == 2 and tracker is not None
     assert wait_gone(pids, seconds=15) == [] and shared._default is None
     deadline = time.monotonic() + 5
     while not trims and time.monotonic() < deadline:                # the driver's heap too, after the ranks
         time.sleep(0.05)
     assert trims == [1]
+    assert wait_gone([tracker], seconds=5) == []                    # and multiprocessing's resource tracker
     assert netlab.run(_rank, ranks=2).values == [0, 1]              # the next run starts a fresh pool
     assert set(pool_pids()).isdisjoint(pids)
 
