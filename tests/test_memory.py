@@ -106,6 +106,31 @@ def test_this_machine_is_readable():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_trim_heap_frees_cyclic_garbage_first():
+    """A fabric is a graph of objects that point at each other: once unreachable, only the cycle
+    collector frees it, and an idle kernel allocates nothing that would start the collector. With the
+    automatic collector off (the idle kernel's case), a dropped cycle is still alive until trim_heap."""
+    import gc
+    import weakref
+
+    class Port:
+        pass
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        a, b = Port(), Port()
+        a.peer, b.peer = b, a
+        alive = weakref.ref(a)
+        del a, b
+        assert alive() is not None                     # unreachable, not freed: a cycle
+        memory.trim_heap()
+        assert alive() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def test_trim_heap_gives_freed_heap_pages_back():
     """Blocks freed between survivors stay resident in glibc's heap until malloc_trim: the idle kernel's
     case after a large simulation. The blocks are malloc'd here (not Python objects, whose placement is

@@ -212,9 +212,17 @@ def trim_heap() -> bool:
     size stays at its peak. On Binder every open notebook's idle kernel counts against the same 2 GB,
     and ``malloc_trim(0)`` gives those pages back (35 MB in chapter 6's kernel at full size). Called
     when the rank pool is released; it takes milliseconds.
+
+    The cyclic garbage is collected first: fabrics and simulations are graphs of objects that point
+    at each other (ports, switches, flows), which only Python's cycle collector frees, and an idle
+    kernel allocates nothing that would start it. Chapter 5's kernel at full size, idle: 180 MB
+    anonymous, 135 MB after the collection, 115 MB after the trim as well.
     """
     import ctypes
     import ctypes.util
+    import gc
+
+    gc.collect()
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         trim = libc.malloc_trim
