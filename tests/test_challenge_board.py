@@ -61,3 +61,21 @@ def test_grade_names_its_challenge_flags(run_cli, tmp_path):
     assert code == 0 and "def allreduce(comm, x)" in (tmp_path / "mine.py").read_text()
     code, _, err = run_cli("challenge", "allreduce-4k", "--starter", tmp_path / "mine.py")
     assert code == 2 and "starter:" in err
+
+
+def test_play_at_full_size_judges_a_smaller_copy_and_says_why_when_the_memory_free_cannot_hold_it(
+        monkeypatch, capsys):
+    """Back to back on Binder, with seven chapters' kernels open, the 32 ranks of each full-size
+    sandbox do not fit in 2 GB: every row would be a refusal. The check refuses as it would there (a
+    machine with 1 GB free), and the board comes from the small copy, with the reason printed."""
+    from netlab.runtime import cooperate, memory
+    status = memory.memory_status()
+    monkeypatch.setattr(memory, "memory_status", lambda root="/": memory.MemoryStatus(
+        status.limit, status.limit - int(1e9), int(1e9), "a test's 1 GB"))
+    monkeypatch.setattr(cooperate, "ask_idle_pools", lambda *a, **k: cooperate.Asked())
+    played = board.play("allreduce-4k", small=False)
+    said = capsys.readouterr().out
+    assert "judging the baselines on 32 ranks needs about" in said and "smaller copy" in said
+    assert played.task.ranks == 8 and played.task.ranks < TASKS["allreduce-4k"].ranks
+    assert [r.verdict for r in played] == ["ok"] * len(played) and len(played) >= 2
+

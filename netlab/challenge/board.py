@@ -208,10 +208,28 @@ class _FromFile:
         return self._loaded[key](*args)
 
 
+def _fits(t: Task) -> bool:
+    """Whether the full-size grade's sandboxes (the task's ranks and a fork server each) fit in the memory
+    free now, asking other notebooks' idle pools first, as each sandbox's own check will; if not, says so
+    and why (on Binder, with other chapters' kernels open, 32 ranks do not fit in 2 GB)."""
+    from ..runtime import memory, shared
+    shared.release_for_another()          # this kernel's idle pool and fork server: the sandboxes need them more
+    try:
+        memory.check_memory(t.ranks, memory.rank_bytes(0, 0, memory.LIGHT_RANK_BASE),
+                            f"judging the baselines on {t.ranks} ranks", forkserver=True)
+    except MemoryError as exc:
+        print(f"netlab: {str(exc).split(' Shut down')[0]} The board below is judged on a smaller copy of the "
+              "cluster instead (2 servers of 4 accelerators, at most 1 MiB); shut down other notebooks' "
+              "kernels for the full one.", flush=True)
+        return False
+    return True
+
+
 def play(name, small: bool | None = None) -> Played:
     """The task's baselines, judged now and ranked. Full size: each in its own sandbox, as ``netlab grade``
     does (32 ranks, some minutes on two cores). ``small`` (default: when the CI variable is set): on a copy
-    of the cluster with 2 servers of 4 and at most 1 MiB, in this kernel's own rank pool (trusted code)."""
+    of the cluster with 2 servers of 4 and at most 1 MiB, in this kernel's own rank pool (trusted code);
+    also at full size when the memory free now cannot hold the full one (said in the output)."""
     from .judge import judge
     from .tasks import task as task_of
     from . import baselines
@@ -219,6 +237,8 @@ def play(name, small: bool | None = None) -> Played:
     folder = baselines(t)
     if small is None:
         small = bool(os.environ.get("CI"))
+    if not small and not _fits(t):
+        small = True
     if not small:
         return Played(t, grade(folder, t))
     small_t = t.scaled(hosts=2, accelerators=4, nbytes=min(t.nbytes, 1 << 20))
