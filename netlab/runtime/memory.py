@@ -39,8 +39,8 @@ from dataclasses import dataclass
 # of torch that ranks map), the kernel's own growth in the cells that follow, and the estimates'
 # error. Bytes. It was 300 MB: back to back with nine kernels open in 2 GB, that refused chapter 8's
 # and 9's runs on 4-9 ranks with 0.5-0.68 GB free, with no OOM kill; at 150 MB (and 27 MB a light
-# rank) chapter 8's 9-rank run runs too, still with no OOM kill, and four cells are refused
-# (binder/emulate.py --modes back-to-back, docs/instructors.md).
+# rank) chapter 8's 9-rank run runs too, still with no OOM kill; with idle kernels collecting their garbage
+# no cell is refused (binder/emulate.py --modes back-to-back, docs/instructors.md).
 MEMORY_HEADROOM = 150e6
 # The fork server that starts ranks, counted when the run must start one (none is running for this
 # notebook): its anonymous memory, which its ranks share copy-on-write -- torch (143 MB),
