@@ -131,21 +131,29 @@ def test_with_framing_the_emulator_equals_a_real_tbf_shaped_link_within_one_perc
     if room < 4:
         pytest.skip(f"this machine moves only {room:.1f} x {rate} through veth and gloo now: the CPU, not the "
                     f"shaped link, would set the time")
-    # Each time is the best of its repetitions: a busy CPU only ever adds time to a shaped link's transfer, so
-    # the best converges on the link's own time from above. A loaded machine can still leave every repetition
-    # of one measurement a little slow (CI once saw gloo 2 % over); an emulator that got the framing wrong is
-    # off in every measurement. So the claim holds when one of three measurements agrees.
-    def agrees(row):
-        # gloo's pipelined all-reduce within 1 %; netlab's ring, which waits for each step's data before the
-        # next, came 0.5-1.5 % slower than the emulation on a loaded 2-core machine (docs/fabric.md)
-        return (row["gloo_s"] == pytest.approx(row["emulated_framed_s"], rel=0.01)
-                and row["ring_s"] == pytest.approx(row["emulated_framed_s"], rel=0.015))
-    rows = []
-    for _ in range(3):
+    # A busy CPU only ever adds time to a shaped link's transfer, so the best of the repetitions converges on the
+    # link's own time from above: the repetitions of every measurement are pooled, and a few more are taken while
+    # the best is still more than the chapter's margin over the emulation. A time below the framed emulation
+    # (by more than the margin) is the emulator's error, whatever the load. A best still above it after 20
+    # repetitions is checked against the machine: if its headroom has fallen below 4 x the link since the start,
+    # the CPU, not the link, set the time (CI once saw three 5-repetition measurements in a row miss the margin).
+    margin = {"gloo_s": 0.01, "ring_s": 0.015}   # gloo pipelines; netlab's ring waits for each step's data
+    rows, best = [], {}
+    for _ in range(4):
         rows.append(linux_ring.measure(ranks=4, sizes=["2M"], bandwidth=rate, reps=5)[0])
-        if agrees(rows[-1]):
+        framed = rows[0]["emulated_framed_s"]
+        best = {k: min(min(r[k.replace("_s", "_all_s")]) for r in rows) for k in margin}
+        for k, m in margin.items():
+            assert best[k] >= (1 - m) * framed, f"{k}: {best[k]:.4f} s, {best[k] / framed - 1:+.2%} of the framed emulation"
+        if all(best[k] <= (1 + m) * framed for k, m in margin.items()):
             break
-    row = rows[-1]
-    assert agrees(row), rows
+    else:
+        now = linux_ring.headroom(rate)
+        if now < 4:
+            pytest.skip(f"the machine's headroom fell to {now:.1f} x {rate} while measuring: the CPU set the time")
+    row = dict(rows[0], **best)
+    off = ", ".join(f"{k} {best[k] / framed - 1:+.2%}" for k in margin)
+    for k, m in margin.items():
+        assert best[k] <= (1 + m) * framed, f"best of {5 * len(rows)} over the framed emulation: {off}"
     for measured in ("ring_s", "gloo_s"):
         assert 1.03 * row["emulated_s"] < row[measured] < 1.10 * row["emulated_s"], row   # "about 7 % short"
