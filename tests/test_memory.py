@@ -91,8 +91,14 @@ def test_check_memory_compares_with_what_is_free(tmp_path):
     write(root, "sys/fs/cgroup/pod/memory.max", str(2 * GB))
     write(root, "sys/fs/cgroup/pod/memory.current", str(int(1.4 * GB)))  # two kernels already open
     memory.check_memory(2, 100e6, root=root, held=[])                  # 0.2 GB + headroom fits in 0.6 GB
-    with pytest.raises(MemoryError, match=r"only 0\.6\d GB is free .*Shut down other notebooks"):
+    with pytest.raises(MemoryError, match=r"only 0\.6\d GB is free .*Shut down other notebooks") as refused:
         memory.check_memory(5, 100e6, "this step", root=root, held=[])  # 0.5 GB + 0.15: fits the limit, not what is free
+    # the refusal carries its figures and keeps the reason apart from the advice, whole across a pipe
+    import pickle
+    got = pickle.loads(pickle.dumps(refused.value))
+    assert (got.what, got.need, got.free) == ("this step", 5 * 100e6, 2 * GB - int(1.4 * GB))
+    assert got.reason.startswith("this step needs about 0.50 GB") and "Shut down" not in got.reason
+    assert got.advice.startswith("Shut down other notebooks") and str(got) == f"{got.reason} {got.advice}"
     # this notebook's own pool: 4 ranks holding 150 MB each of their own, reused by the run
     for pid in range(100, 104):
         write(root, f"proc/{pid}/smaps_rollup", "Rss: 300000 kB\nPrivate_Clean: 46875 kB\nPrivate_Dirty: 100000 kB\n")

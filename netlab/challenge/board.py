@@ -217,8 +217,8 @@ def _fits(t: Task) -> bool:
     try:
         memory.check_memory(t.ranks, memory.rank_bytes(0, 0, memory.LIGHT_RANK_BASE),
                             f"judging the baselines on {t.ranks} ranks", forkserver=True)
-    except MemoryError as exc:
-        print(f"netlab: {str(exc).split(' Shut down')[0]} The board below is judged on a smaller copy of the "
+    except memory.NotEnoughMemory as exc:
+        print(f"netlab: {exc.reason} The board below is judged on a smaller copy of the "
               "cluster instead (2 servers of 4 accelerators, at most 1 MiB); shut down other notebooks' "
               "kernels for the full one.", flush=True)
         return False
