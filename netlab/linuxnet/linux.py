@@ -116,16 +116,30 @@ def delayed_ack(rto_min: float, hz: int | None) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelIncast:
+class _Port:
+    """What the three settings share: the receiver port's `bandwidth` and drop-tail `buffer`, and the
+    hosts' TCP (`transport`, `rto_min`). Kept as given; each setting checks them in its ``__post_init__``."""
+    bandwidth: object = "100Mbit/s"
+    buffer: object = "32K"
+    transport: str = "cubic"
+    rto_min: object = "200ms"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _KernelPort(_Port):
+    """A testbed port's knobs beyond the model's: ECN marking above `ecn_k` and the senders' `nic_rate`."""
+    ecn: object = False
+    ecn_k: object = None
+    nic_rate: object = "link"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelIncast(_Port):
     """``model``'s settings, the keywords of ``incast`` that the model reads (no ECN; the senders' NICs
     at the port's rate), plus the kernel's timer frequency `hz` and the model's `seed`. Frozen and
     checked when built (one ValueError naming the field); sizes, rates and times are kept as given."""
     senders: int = 8
     block: object = "64K"
-    bandwidth: object = "100Mbit/s"
-    buffer: object = "32K"
-    transport: str = "cubic"
-    rto_min: object = "200ms"
     rounds: int = 20
     hz: int | None = None
     burst: object = None
@@ -177,9 +191,10 @@ def model(setup: ModelIncast | None = None, **settings) -> dict:
         persistent=True, burst=burst_b, transport_options={"linux": True, "tick": 1 / hz if hz else 0.0},
         delayed_ack=delayed_ack(rto, hz)))
     s = run.summary()
-    out = _result("model", _Setup(n, block_b, rate, buffer_b, transport, rto, False), run.rounds,
-                  {"timeouts": s["timeouts"], "retransmissions": s["retransmissions"], "drops": s["drops"], "marks": 0},
-                  run.wall_s)
+    out = _result("model", _Setup(n=n, block=block_b, rate=rate, buffer=buffer_b, transport=transport, rto=rto,
+                                 ecn=False),
+                  run.rounds, counts={"timeouts": s["timeouts"], "retransmissions": s["retransmissions"], "drops": s["drops"], "marks": 0},
+                  wall_s=run.wall_s)
     out["link_fraction"] = out["goodput_Bps"] / rate
     out["ideal_round_s"] = n * block_b / rate
     out["hz"] = hz
@@ -271,7 +286,7 @@ def _rounds(senders, receivers, block: int, rounds: int, deadline: float) -> lis
 
 
 @dataclass(frozen=True, kw_only=True)
-class KernelIncast:
+class KernelIncast(_KernelPort):
     """``incast``'s settings, the CLI's --real flags: the testbed's shape (senders, the receiver port's
     bandwidth and buffer, tbf's burst, the senders' NICs), the kernel's transport and RTOmin, ECN, and the
     rounds (see ``incast``). Frozen; bad input is refused when built (one ValueError naming the field),
@@ -279,20 +294,12 @@ class KernelIncast:
     testbed's knobs, in the CLI's units."""
     senders: int = 8
     block: object = "64K"
-    bandwidth: object = "100Mbit/s"
-    buffer: object = "32K"
-    transport: str = "cubic"
-    rto_min: object = "200ms"
     rounds: int = 20
-    ecn: object = False
-    ecn_k: object = None
     burst: object = None
-    nic_rate: object = "link"
 
     def __post_init__(self):
         _nic(self.nic_rate)
-        _parse(self.senders, self.block, self.bandwidth, self.buffer, self.rto_min, self.rounds, self.ecn,
-               self.ecn_k)
+        _parse(self)
 
 
 def incast(setup: KernelIncast | None = None, **settings) -> dict:
@@ -311,8 +318,7 @@ def incast(setup: KernelIncast | None = None, **settings) -> dict:
     cfg = validate.config(KernelIncast, setup, settings)
     transport, ecn, ecn_k, burst, rounds = cfg.transport, cfg.ecn, cfg.ecn_k, cfg.burst, cfg.rounds
     nic = _nic(cfg.nic_rate)
-    n, block_b, rate, buffer_b, rto, threshold = _check(cfg.senders, cfg.block, cfg.bandwidth, cfg.buffer, transport,
-                                                        cfg.rto_min, rounds, ecn, ecn_k)
+    n, block_b, rate, buffer_b, rto, threshold = _check(cfg)
     ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     wall = time.perf_counter()
     with Testbed(n, rate, buffer_b, cc=transport, rto_min=None if abs(rto - 0.2) < 1e-9 else rto,
@@ -326,11 +332,12 @@ def incast(setup: KernelIncast | None = None, **settings) -> dict:
         finally:
             for s in snd + rcv + [listener]:
                 s.close()
-    return _result("linux", _Setup(n, block_b, rate, buffer_b, transport, rto, ecn), times,
-                   {"timeouts": after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
+    return _result("linux", _Setup(n=n, block=block_b, rate=rate, buffer=buffer_b, transport=transport, rto=rto,
+                                        ecn=ecn),
+                   times, counts={"timeouts": after.get("TcpExtTCPTimeouts", 0) - before.get("TcpExtTCPTimeouts", 0),
                     "retransmissions": after.get("TcpRetransSegs", 0) - before.get("TcpRetransSegs", 0),
                     "drops": port1.get("drops", 0) - port0.get("drops", 0), "marks": port1["marks"] - port0["marks"]},
-                   time.perf_counter() - wall)
+                   wall_s=time.perf_counter() - wall)
 
 
 def _nic(nic_rate):
@@ -338,27 +345,29 @@ def _nic(nic_rate):
     return nic_rate if nic_rate in (None, "link", "veth") else parse_bandwidth(nic_rate, "nic_rate")
 
 
-def _check(senders, block, bandwidth, buffer, transport, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):
+def _check(cfg: _KernelPort, who="senders", what="block"):
     """Parse and check the CLI's options (bad input first, whatever the machine), then the machine."""
-    parsed = _parse(senders, block, bandwidth, buffer, rto_min, rounds, ecn, ecn_k, who, what)
+    parsed = _parse(cfg, who, what)
     ok, why = available()
     if not ok:
         raise Unavailable(why)
-    if transport not in transports():
-        raise ValueError(f"transport: {transport!r} is not in this kernel (it has {', '.join(transports())})")
+    if cfg.transport not in transports():
+        raise ValueError(f"transport: {cfg.transport!r} is not in this kernel (it has {', '.join(transports())})")
     return parsed
 
 
-def _parse(senders, block, bandwidth, buffer, rto_min, rounds, ecn, ecn_k, who="senders", what="block"):
-    """The CLI's options parsed and checked, whatever the machine: (n, block, rate, buffer, rto, threshold)."""
+def _parse(cfg: _KernelPort, who="senders", what="block"):
+    """The CLI's options parsed and checked, whatever the machine: (n, block, rate, buffer, rto, threshold).
+    `who` and `what` name the fields that hold the hosts and the bytes each pushes (GlooPush: workers, shard)."""
+    senders, ecn, ecn_k = getattr(cfg, who), cfg.ecn, cfg.ecn_k
     n = int(senders)
     if not 1 <= n <= netns.MAX_SENDERS:
         raise ValueError(f"{who}: must be 1 to {netns.MAX_SENDERS}, got {senders!r}")
-    block_b = parse_bytes(block, what)
-    rate, buffer_b = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
-    rto = parse_time(rto_min, "rto_min", allow_zero=False)
-    if int(rounds) < 1:
-        raise ValueError(f"rounds: must be at least 1, got {rounds!r}")
+    block_b = parse_bytes(getattr(cfg, what), what)
+    rate, buffer_b = parse_bandwidth(cfg.bandwidth, "bandwidth"), parse_bytes(cfg.buffer, "buffer")
+    rto = parse_time(cfg.rto_min, "rto_min", allow_zero=False)
+    if int(cfg.rounds) < 1:
+        raise ValueError(f"rounds: must be at least 1, got {cfg.rounds!r}")
     threshold = parse_bytes(ecn_k, "ecn_k") if ecn_k is not None else None
     if hasattr(ecn, "kmin"):                             # the model's ECN(kmin, kmax, pmax)
         if ecn.kmax != ecn.kmin:
@@ -378,7 +387,7 @@ class _Setup(NamedTuple):
     ecn: bool
 
 
-def _result(engine: str, setup: _Setup, times, counts: dict, wall_s: float) -> dict:
+def _result(engine: str, setup: _Setup, times, *, counts: dict, wall_s: float) -> dict:
     """One row, the same keys for the model and the kernel: `counts` has timeouts, retransmissions,
     drops and marks."""
     n, block, rate, buffer, transport, rto, ecn = setup
@@ -397,27 +406,19 @@ def _result(engine: str, setup: _Setup, times, counts: dict, wall_s: float) -> d
 
 
 @dataclass(frozen=True, kw_only=True)
-class GlooPush:
+class GlooPush(_KernelPort):
     """``ps_push``'s settings: ``KernelIncast``'s with `workers` gloo ranks pushing a `shard` each round,
     the `fixes` measured afterwards, and the ranks' `timeout_s`. Frozen; bad input is refused when built
     (one ValueError naming the field), whatever the machine; sizes, rates and times are kept as given."""
     workers: int = 8
     shard: object = "64K"
-    bandwidth: object = "100Mbit/s"
-    buffer: object = "32K"
-    transport: str = "cubic"
-    rto_min: object = "200ms"
     rounds: int = 10
-    ecn: object = False
-    ecn_k: object = None
     fixes: tuple = ()
     timeout_s: float = 90.0
-    nic_rate: object = "link"
 
     def __post_init__(self):
         _nic(self.nic_rate)
-        _, shard_b, _, buffer_b, rto, _ = _parse(self.workers, self.shard, self.bandwidth, self.buffer, self.rto_min,
-                                                 self.rounds, self.ecn, self.ecn_k, "workers", "shard")
+        _, shard_b, _, buffer_b, rto, _ = _parse(self, "workers", "shard")
         if shard_b % 4:
             raise ValueError(f"shard: must be a whole number of float32 elements (a multiple of 4 bytes), "
                              f"got {self.shard!r}")
@@ -448,8 +449,7 @@ def ps_push(setup: GlooPush | None = None, **settings) -> dict:
     transport, ecn, ecn_k, rounds, fixes = push.transport, push.ecn, push.ecn_k, push.rounds, push.fixes
     timeout_s = push.timeout_s
     nic = _nic(push.nic_rate)
-    n, shard_b, rate, buffer_b, rto, threshold = _check(push.workers, push.shard, push.bandwidth, push.buffer,
-                                                        transport, push.rto_min, rounds, ecn, ecn_k, "workers", "shard")
+    n, shard_b, rate, buffer_b, rto, threshold = _check(push, "workers", "shard")
     steps = push.phases(rto, buffer_b)                    # (rto_min in s or None, buffer in bytes) per phase
     ecn = bool(ecn) or ecn_k is not None or transport == "dctcp"
     base_rto = None if abs(rto - 0.2) < 1e-9 else rto
@@ -488,8 +488,9 @@ def ps_push(setup: GlooPush | None = None, **settings) -> dict:
                   "retransmissions": sum(r["counters"][p]["TcpRetransSegs"] for r in records[1:]),
                   "drops": ports[p + 1].get("drops", 0) - ports[p].get("drops", 0),
                   "marks": ports[p + 1]["marks"] - ports[p]["marks"]}
-        results.append(_result("linux-gloo", _Setup(n, shard_b, rate, p_buffer, transport, p_rto, ecn),
-                               records[0]["round_s"][p], counts, time.perf_counter() - wall))
+        results.append(_result("linux-gloo", _Setup(n=n, block=shard_b, rate=rate, buffer=p_buffer,
+                                                      transport=transport, rto=p_rto, ecn=ecn),
+                               records[0]["round_s"][p], counts=counts, wall_s=time.perf_counter() - wall))
     for res, fix in zip(results[1:], fixes):
         res["fix"] = dict(fix)
     results[0]["fixes"] = results[1:]
