@@ -260,12 +260,13 @@ class NotEnoughMemory(MemoryError):
     `advice` what the student can do; the message is both. A caller that can go on another way (the
     challenge board judges a smaller cluster) prints the reason with its own way out."""
 
-    def __init__(self, what: str, need: float, free: float, reason: str, advice: str):
+    def __init__(self, what: str, need: float, free: float, *, reason: str, advice: str):
         self.what, self.need, self.free, self.reason, self.advice = what, need, free, reason, advice
         super().__init__(f"{reason} {advice}")
 
     def __reduce__(self):                 # a rank's or sandbox's refusal crosses a pipe whole
-        return type(self), (self.what, self.need, self.free, self.reason, self.advice)
+        import functools
+        return functools.partial(type(self), reason=self.reason, advice=self.advice), (self.what, self.need, self.free)
 
 
 def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, root: str = "/",
@@ -310,11 +311,12 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, r
         starts = f", and the fork server that starts them, {FORKSERVER_BYTES / 1e6:.0f} MB" if forkserver else ""
         raise NotEnoughMemory(
             what, need, status.available + reusable,
-            f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB{starts}) plus "
+            reason=f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB{starts}) plus "
             f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {(status.available + reusable) / gb:.2f} GB is free "
             f"({status.used / gb:.2f} GB of {status.limit / gb:.2f} GB in use, {reusable / gb:.2f} GB of it by this "
             f"notebook's own ranks; limit from {status.source}).{tried}",
-            "Shut down other notebooks' kernels (or run netlab.shutdown() in them), or use fewer ranks or a smaller size.")
+            advice="Shut down other notebooks' kernels (or run netlab.shutdown() in them), or use fewer ranks or a "
+                   "smaller size.")
     _remember(what, ranks, per_rank_bytes, need, status, status.available + reusable)
     _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "ran")
 
