@@ -138,19 +138,19 @@ def test_with_framing_the_emulator_equals_a_real_tbf_shaped_link_within_one_perc
     # repetitions is checked against the machine: if its headroom has fallen below 4 x the link since the start,
     # the CPU, not the link, set the time (CI once saw three 5-repetition measurements in a row miss the margin).
     margin = {"gloo_s": 0.01, "ring_s": 0.015}   # gloo pipelines; netlab's ring waits for each step's data
-    rows, best = [], {}
+    rows = []
     for _ in range(4):
         rows.append(linux_ring.measure(ranks=4, sizes=["2M"], bandwidth=rate, reps=5)[0])
         framed = rows[0]["emulated_framed_s"]
-        best = {k: min(min(r[k.replace("_s", "_all_s")]) for r in rows) for k in margin}
-        for k, m in margin.items():
-            assert best[k] >= (1 - m) * framed, f"{k}: {best[k]:.4f} s, {best[k] / framed - 1:+.2%} of the framed emulation"
+        best = {k: min(r[k] for r in rows) for k in margin}      # each row's time is already its repetitions' best
         if all(best[k] <= (1 + m) * framed for k, m in margin.items()):
             break
     else:
         now = linux_ring.headroom(rate)
         if now < 4:
             pytest.skip(f"the machine's headroom fell to {now:.1f} x {rate} while measuring: the CPU set the time")
+    for k, m in margin.items():
+        assert best[k] >= (1 - m) * framed, f"{k}: {best[k]:.4f} s, {best[k] / framed - 1:+.2%} of the framed emulation"
     row = dict(rows[0], **best)
     off = ", ".join(f"{k} {best[k] / framed - 1:+.2%}" for k in margin)
     for k, m in margin.items():

@@ -193,7 +193,8 @@ def model(setup: ModelIncast | None = None, **settings) -> dict:
     s = run.summary()
     out = _result("model", _Setup(n=n, block=block_b, rate=rate, buffer=buffer_b, transport=transport, rto=rto,
                                  ecn=False),
-                  run.rounds, counts={"timeouts": s["timeouts"], "retransmissions": s["retransmissions"], "drops": s["drops"], "marks": 0},
+                  run.rounds, counts={"timeouts": s["timeouts"], "retransmissions": s["retransmissions"],
+                                      "drops": s["drops"], "marks": 0},
                   wall_s=run.wall_s)
     out["link_fraction"] = out["goodput_Bps"] / rate
     out["ideal_round_s"] = n * block_b / rate
@@ -345,7 +346,7 @@ def _nic(nic_rate):
     return nic_rate if nic_rate in (None, "link", "veth") else parse_bandwidth(nic_rate, "nic_rate")
 
 
-def _check(cfg: _KernelPort, who="senders", what="block"):
+def _check(cfg: KernelIncast | GlooPush, who="senders", what="block"):
     """Parse and check the CLI's options (bad input first, whatever the machine), then the machine."""
     parsed = _parse(cfg, who, what)
     ok, why = available()
@@ -356,7 +357,7 @@ def _check(cfg: _KernelPort, who="senders", what="block"):
     return parsed
 
 
-def _parse(cfg: _KernelPort, who="senders", what="block"):
+def _parse(cfg: KernelIncast | GlooPush, who="senders", what="block"):
     """The CLI's options parsed and checked, whatever the machine: (n, block, rate, buffer, rto, threshold).
     `who` and `what` name the fields that hold the hosts and the bytes each pushes (GlooPush: workers, shard)."""
     senders, ecn, ecn_k = getattr(cfg, who), cfg.ecn, cfg.ecn_k

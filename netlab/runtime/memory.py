@@ -30,6 +30,7 @@ against it.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -265,7 +266,6 @@ class NotEnoughMemory(MemoryError):
         super().__init__(f"{reason} {advice}")
 
     def __reduce__(self):                 # a rank's or sandbox's refusal crosses a pipe whole
-        import functools
         return functools.partial(type(self), reason=self.reason, advice=self.advice), (self.what, self.need, self.free)
 
 
@@ -309,10 +309,11 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, r
                      + ".")
         _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "refused")
         starts = f", and the fork server that starts them, {FORKSERVER_BYTES / 1e6:.0f} MB" if forkserver else ""
+        free = status.available + reusable
         raise NotEnoughMemory(
-            what, need, status.available + reusable,
+            what, need, free,
             reason=f"{what} needs about {need / gb:.2f} GB ({ranks} ranks x {per_rank_bytes / 1e6:.0f} MB{starts}) plus "
-            f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {(status.available + reusable) / gb:.2f} GB is free "
+            f"{MEMORY_HEADROOM / gb:.1f} GB to spare, but only {free / gb:.2f} GB is free "
             f"({status.used / gb:.2f} GB of {status.limit / gb:.2f} GB in use, {reusable / gb:.2f} GB of it by this "
             f"notebook's own ranks; limit from {status.source}).{tried}",
             advice="Shut down other notebooks' kernels (or run netlab.shutdown() in them), or use fewer ranks or a "
