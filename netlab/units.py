@@ -60,7 +60,7 @@ def parse_bytes(text, name: str = "size", allow_zero: bool = False, high: float 
     if factor is None:
         raise ValueError(f"{name}: unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB, or K/M/G)")
     nbytes = value * factor
-    _positive(nbytes, name, text, allow_zero, high, " bytes")
+    _positive(nbytes, name, text=text, allow_zero=allow_zero, high=high, unit=" bytes")
     if abs(nbytes - round(nbytes)) > 1e-6 * max(1.0, nbytes):
         raise ValueError(f"{name}: {text!r} is not a whole number of bytes")
     return int(round(nbytes))
@@ -78,7 +78,7 @@ def parse_bandwidth(text, name: str = "bandwidth") -> float:
         bps = value * _BIT_PREFIX[m.group(1).lower()]       # GB/s: bytes per second, GB = 1e9
     else:
         bps = value * _BIT_PREFIX[m.group(1).lower()] / 8   # Gbit/s: 1e9 bit/s -> bytes per second
-    return _positive(bps, name, text, False, MAX_BANDWIDTH, " bytes/s")
+    return _positive(bps, name, text=text, allow_zero=False, high=MAX_BANDWIDTH, unit=" bytes/s")
 
 
 def parse_time(text, name: str = "latency", allow_zero: bool = True, high: float = MAX_LATENCY) -> float:
@@ -87,7 +87,7 @@ def parse_time(text, name: str = "latency", allow_zero: bool = True, high: float
     divisor = 1.0 if unit == "" else _TIME_UNITS.get(unit.lower() if unit != "µs" else unit)
     if divisor is None:
         raise ValueError(f"{name}: unknown time unit {unit!r} in {text!r} (use s, ms, us or ns)")
-    return _positive(value / divisor, name, text, allow_zero, high, " s")
+    return _positive(value / divisor, name, text=text, allow_zero=allow_zero, high=high, unit=" s")
 
 
 def parse_size_range(text: str, name: str = "sizes") -> list[int]:

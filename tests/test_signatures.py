@@ -9,7 +9,11 @@ here by name:
 * at most 8 parameters in all (positional and keyword-only). A function that needs more takes a frozen,
   keyword-only config object and its few run-time options beside it, or is one of ``KEYWORD_ONLY``: every
   parameter past the 4th keyword-only, simple options rather than a chapter's knobs, each with its reason.
-  ``*args`` and ``**kwargs`` are not counted (they forward).
+  ``*args`` and ``**kwargs`` are not counted (they forward);
+* no call anywhere in netlab/ passes more than 4 arguments by position (a chain like
+  ``_run(comm, "allreduce", algo, flat, count, dtype)`` names them: ``algo=algo, flat=..., ...``), except the
+  calls in ``FORWARDS_STUDENT``, which call the student's exercise function with the arguments the chapter
+  specifies for it. ``f(*args)`` forwards and is not counted.
 
 Public: a module-level function, or a method of a class, whose name has no leading underscore, and a
 public class's ``__init__`` (the class's name is what callers call). Functions nested inside a function
@@ -35,6 +39,14 @@ KEYWORD_ONLY = {
     "figures/timeline.py:timeline": ("a figure's drawing options (rows, span, unit, labels, legend), each "
                                      "keyword-only with a default, the way matplotlib's own plot functions "
                                      "take them; every chapter's timeline passes two or three"),
+}
+
+
+# Calls that pass more than 4 arguments by position on purpose: each calls the student's exercise function
+# (or the wrapper that times and guards it) with exactly the positional arguments its stub specifies.
+FORWARDS_STUDENT = {
+    "check/ch6.py": ("call_student",),      # dctcp_update(alpha, cwnd, acked, marked, g)
+    "check/ch7.py": ("_number",),           # predict_overlapped_step(nbytes, ready, compute, optimizer, ...)
 }
 
 
@@ -105,6 +117,18 @@ def check_source(text: str, name: str = "<source>", listed=()) -> list[str]:
     return found
 
 
+def long_calls(text: str, name: str = "<source>", allowed=()) -> list[str]:
+    """'file:line callee: n positional' for every call in `text` with more than 4 positional arguments."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+            continue
+        callee = ast.unparse(node.func)
+        if len(node.args) > MAX_POSITIONAL and callee.rsplit(".", 1)[-1] not in allowed:
+            found.append(f"{name}:{node.lineno} {callee}: {len(node.args)} positional arguments")
+    return found
+
+
 def _sources():
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT)
@@ -145,6 +169,36 @@ def outer():
 '''
     names = [line.split()[1].rstrip(":") for line in check_source(src, listed={"<source>:listed"})]
     assert names == ["five", "nine_keywords", "Thing.__init__", "Thing.static", "guarded"]
+
+
+def test_the_call_checker_counts_positional_arguments_only():
+    src = '''
+five(1, 2, 3, 4, 5)
+four(1, 2, 3, 4, e=5, f=6)
+obj.method(1, 2, 3, 4, 5)
+forwards(*args)
+forwards_more(1, 2, 3, 4, *rest)
+outer(inner(1, 2, 3, 4, 5, 6))
+student(1, 2, 3, 4, 5)
+'''
+    found = long_calls(src, allowed=("student",))
+    assert [line.split()[1].rstrip(":") for line in found] == ["five", "obj.method", "inner"]
+    assert "6 positional" in found[2]
+
+
+def test_no_call_passes_more_than_four_arguments_by_position():
+    bad = []
+    for rel, text in _sources():
+        bad += [f"netlab/{line}" for line in long_calls(text, rel, FORWARDS_STUDENT.get(rel, ()))]
+    assert not bad, f"{len(bad)} calls pass more than 4 positional arguments (name them):\n" + "\n".join(bad)
+
+
+def test_every_forwarding_call_is_still_one():
+    for rel, callees in FORWARDS_STUDENT.items():
+        text = (ROOT / rel).read_text()
+        for callee in callees:
+            assert long_calls(text, rel) and any(f" {callee}:" in line for line in long_calls(text, rel)), \
+                f"{rel}: {callee} no longer passes more than 4 positional arguments; drop it from FORWARDS_STUDENT"
 
 
 def test_the_tree_has_functions_to_check():

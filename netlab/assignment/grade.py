@@ -52,11 +52,14 @@ def grade_one(folder: str, student: str, chapter: str, seed: int | None, *, time
     exercise = BY_CHAPTER[chapter]
     source, origin = find_answer(folder, exercise)
     if source is None:
-        return Grade(student, chapter, False, 0, exercise.points, 0.0,
-                     f"no answer found (expected {exercise.notebook} or {exercise.module})", "", 0, [])
+        return Grade(student=student, exercise=chapter, passed=False, points=0, max_points=exercise.points, seconds=0.0,
+                     message=f"no answer found (expected {exercise.notebook} or {exercise.module})", answer="",
+                     output_bytes=0, rows=[])
     outcome = run_answer(chapter, source, origin, seed, time_limit_s=time_limit_s or exercise.time_limit_s)
-    return Grade(student, chapter, outcome.passed, exercise.points if outcome.passed else 0, exercise.points,
-                 round(outcome.seconds, 1), outcome.message, origin, outcome.output_bytes, outcome.rows)
+    return Grade(student=student, exercise=chapter, passed=outcome.passed,
+                 points=exercise.points if outcome.passed else 0, max_points=exercise.points,
+                 seconds=round(outcome.seconds, 1), message=outcome.message, answer=origin,
+                 output_bytes=outcome.output_bytes, rows=outcome.rows)
 
 
 def grade_all(submissions: str, seed: int | None = None, chapters=None, time_limit_s: float | None = None,

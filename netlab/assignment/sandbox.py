@@ -119,7 +119,7 @@ def run_child(module: str, spec: dict, time_limit_s: float, env_extra: dict | No
         output, nbytes = box.get("output", ""), box.get("bytes", 0)
         if not timed_out and os.path.exists(result):
             with open(result) as f:
-                return ChildRun(json.load(f), "", seconds, output, nbytes)
+                return ChildRun(result=json.load(f), why="", seconds=seconds, output=output, output_bytes=nbytes)
         if timed_out and answer_started is None:
             why = f"the grading process did not start within {START_LIMIT} s (the machine is overloaded?)"
         elif timed_out:
@@ -130,7 +130,8 @@ def run_child(module: str, spec: dict, time_limit_s: float, env_extra: dict | No
         else:
             why = f"the grading process exited with status {proc.returncode} before the check finished (os._exit?)"
         tail = output.strip().splitlines()[-1:] if output.strip() else []
-        return ChildRun(None, why + (f"; last output: {tail[0][:200]}" if tail else ""), seconds, output, nbytes)
+        return ChildRun(result=None, why=why + (f"; last output: {tail[0][:200]}" if tail else ""), seconds=seconds,
+                        output=output, output_bytes=nbytes)
 
 
 def run_answer(chapter: str, source: str, origin: str, seed: int | None, *, time_limit_s: float) -> Outcome:
@@ -139,5 +140,7 @@ def run_answer(chapter: str, source: str, origin: str, seed: int | None, *, time
                     {"chapter": chapter, "source": source, "origin": origin, "seed": seed}, time_limit_s)
     if run.result is not None:
         r = run.result
-        return Outcome(r["passed"], r["message"], r["rows"], run.seconds, run.output, run.output_bytes)
-    return Outcome(False, run.why, [], run.seconds, run.output, run.output_bytes)
+        return Outcome(passed=r["passed"], message=r["message"], rows=r["rows"], seconds=run.seconds, output=run.output,
+                       output_bytes=run.output_bytes)
+    return Outcome(passed=False, message=run.why, rows=[], seconds=run.seconds, output=run.output,
+                   output_bytes=run.output_bytes)

@@ -101,8 +101,9 @@ def grade(submissions: str, t, seed: int | None = None, time_limit_s: float | No
             r = Row(name, "no entry", f"the folder holds no {SUBMISSION} (nor exactly one .py file)")
         else:
             v = judge_file(t, path, seed, time_limit_s)
-            r = Row(name, v["verdict"], v.get("message", ""), v.get("time_s"), v.get("algbw_GBps"),
-                    v.get("busbw_GBps"), v.get("messages"), v.get("links", []))
+            r = Row(entry=name, verdict=v["verdict"], message=v.get("message", ""), time_s=v.get("time_s"),
+                    algbw_GBps=v.get("algbw_GBps"), busbw_GBps=v.get("busbw_GBps"), messages=v.get("messages"),
+                    links=v.get("links", []))
         rows.append(r)
         if progress:
             progress(r)
@@ -245,6 +246,7 @@ def play(name, small: bool | None = None) -> Played:
     rows = []
     for entry, path in entries(folder):
         v = judge(small_t, _FromFile(path, t.function))
-        rows.append(Row(entry, v["verdict"], v.get("message", ""), v.get("time_s"), v.get("algbw_GBps"),
-                        v.get("busbw_GBps"), v.get("messages"), v.get("links", [])))
+        rows.append(Row(entry=entry, verdict=v["verdict"], message=v.get("message", ""), time_s=v.get("time_s"),
+                        algbw_GBps=v.get("algbw_GBps"), busbw_GBps=v.get("busbw_GBps"), messages=v.get("messages"),
+                        links=v.get("links", [])))
     return Played(small_t, rank_rows(rows))

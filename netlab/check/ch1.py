@@ -141,7 +141,7 @@ def diagnose(fn, case, args) -> str | None:
         if not _close(got, want):
             what = {"compute": "the step is the compute alone,", "latency term": "the ring's messages wait in all",
                     "bandwidth term": "the ring's bytes take in all"}[term]
-            shape = _shape(term, got, want, ranks, latency)
+            shape = _shape(term, got, want=want, ranks=ranks, latency=latency)
             head = shape if shape.endswith("missing") else f"the {term} is off ({shape})"
             return f"{where}: {head}. With {alone}, your model gives {_us(got)}; {what} {_us(want)}"
     got, problem = call_student(fn, *args)

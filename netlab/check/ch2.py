@@ -213,7 +213,8 @@ def ring_allreduce(fn=None, cases=CASES, timeout: float = 20.0) -> CheckResult:
         rows.append(row)
         passed &= ok
         if not ok and why is None:
-            why = _why(p, n, res.values, problems, sends, sent, measured, formula)
+            why = _why(p, n, values=res.values, problems=problems, sends=sends, sent=sent, measured=measured,
+                       formula=formula)
     if passed:
         return CheckResult(name, True, "correct sums, 2(p-1) messages per rank, and the ring's cost", rows)
     return CheckResult(name, False, why, rows)

@@ -101,7 +101,7 @@ def diagnose(fn, ranks, bandwidth, latency, *, where) -> str | None:
     net = f"at {bandwidth * 8 / 1e9:g} Gbit/s, {latency * 1e6:g} us"
     on = f"on {ranks} ranks"
     n = 100_000
-    ring = _pipeline([n], [0.0], 0.0, 0.0, ranks, bandwidth, latency)
+    ring = _pipeline([n], [0.0], compute=0.0, optimizer=0.0, ranks=ranks, bandwidth=bandwidth, latency=latency)
     c, o = 10 * ring + 1e-3, 2e-4
     probes = [
         (f"{on}, one bucket of 100,000 B ready at 0, no compute, no optimizer", ([n], [0.0], 0.0, 0.0, ranks), "the "
@@ -119,7 +119,7 @@ def diagnose(fn, ranks, bandwidth, latency, *, where) -> str | None:
          "a bucket's all-reduce cannot start before the bucket is ready"),
     ]
     for label, (b, r, comp, opt, p), what in probes:
-        want = _pipeline(b, r, comp, opt, p, bandwidth, latency)
+        want = _pipeline(b, r, compute=comp, optimizer=opt, ranks=p, bandwidth=bandwidth, latency=latency)
         got, problem = _number(fn, b, r, comp, opt, p, bandwidth, latency)
         if problem is not None:
             return f"with {label}: {problem}"
@@ -143,7 +143,8 @@ def overlapped_step_time(fn=None, tolerance: float = 0.01, cases=CASES, spec_cas
     rows, passed, wrong = [], True, []
     runs = [(c[0], c[1], c[2], "real ranks", lambda c=c: measure(c)) for c in cases]
     runs += [(c[5], c[6], c[7], f"definition: {c[0]}", lambda c=c: (c[1], c[2], c[3], c[4], _pipeline(
-        c[1], c[2], c[3], c[4], c[5], parse_bandwidth(c[6]), parse_time(c[7])))) for c in spec_cases]
+        c[1], c[2], compute=c[3], optimizer=c[4], ranks=c[5], bandwidth=parse_bandwidth(c[6]),
+        latency=parse_time(c[7])))) for c in spec_cases]
     for ranks, bw, lat, source, get in runs:
         nbytes, ready, compute, optimizer, expected = get()
         B, alpha = parse_bandwidth(bw), parse_time(lat)

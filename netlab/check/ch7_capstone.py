@@ -74,7 +74,7 @@ def capstone(*, algo: str = "ring", compression: str = "none", bucket="1MB", pla
         message = (f"{p.efficiency:.1%} scaling efficiency would reach the {target:.0%} asked, but the model would not "
                    f"train to the accuracy asked: {p.accuracy}")
     else:
-        hints = _hints(p, algo, compression, placement, overlap)
+        hints = _hints(p, algo, compression=compression, placement=placement, overlap=overlap)
         message = (f"{p.efficiency:.1%} is below the {target:.0%} asked"
                    + (": " + "; ".join(hints) if hints else ""))
         if not p.trains:

@@ -290,8 +290,8 @@ def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compressi
                  error_feedback=error_feedback, model=model.name, nodes=cluster.nodes,
                  devices_per_node=cluster.devices_per_node)
     if p == 1:
-        return Prediction(single, single, single, 0.0, 0.0, 0, 0.0, link.bandwidth, 1, setup=setup, trains=ok,
-                          accuracy=why)
+        return Prediction(step_s=single, single_s=single, compute_s=single, comm_s=0.0, exposed_s=0.0, buckets=0,
+                          wire_bytes=0.0, link_Bps=link.bandwidth, ranks=1, setup=setup, trains=ok, accuracy=why)
     forward = compute / 3
     enc, dec = (0.0, 0.0) if compression == "none" else flops_per_element(compression, True)
     decodes = 1 if summable else p
@@ -299,7 +299,7 @@ def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compressi
     def bucket_s(nbytes):
         elements = nbytes / 4
         codec = dev.seconds((enc + decodes * dec) * elements)
-        return codec + _collective_s(cluster, algo, link, nbytes * ratio, summable)
+        return codec + _collective_s(cluster, algo, link=link, nbytes=nbytes * ratio, summable=summable)
 
     full, last = bucket_s(cap) if count > 1 else 0.0, bucket_s(total - cap * (count - 1))
     end = comm = 0.0
@@ -311,7 +311,8 @@ def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compressi
         comm += t
     finish = max(compute, end)
     sent = (2 * (p - 1) / p if summable else (p - 1)) * total * ratio
-    return Prediction(finish + optimizer, single, single, comm, finish - compute, count, sent, link.bandwidth, p,
+    return Prediction(step_s=finish + optimizer, single_s=single, compute_s=single, comm_s=comm,
+                      exposed_s=finish - compute, buckets=count, wire_bytes=sent, link_Bps=link.bandwidth, ranks=p,
                       setup=setup, trains=ok, accuracy=why)
 
 
@@ -350,8 +351,9 @@ def measure(*, nodes: int, bandwidth="10Gbit/s", latency="50us", bucket=300_000,
                      width=width, layers=layers, batch=batch)
     s = r.setup
     cap = s["bucket_bytes"]
-    return Prediction(r.total_s, r.compute_s, r.compute_s, r.comm_s, s["exposed_comm_s"], len(s["buckets"]),
-                      2 * (nodes - 1) / nodes * r.grad_bytes, s["bandwidth_Bps"], nodes,
+    return Prediction(step_s=r.total_s, single_s=r.compute_s, compute_s=r.compute_s, comm_s=r.comm_s,
+                      exposed_s=s["exposed_comm_s"], buckets=len(s["buckets"]),
+                      wire_bytes=2 * (nodes - 1) / nodes * r.grad_bytes, link_Bps=s["bandwidth_Bps"], ranks=nodes,
                       method="real ranks (measure_step)",
                       setup=dict(bucket_bytes=cap, overlap=overlap, model=f"MLP width {width} x {layers}",
                                  params=train.parameter_count(width, layers)))

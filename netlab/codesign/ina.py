@@ -52,8 +52,8 @@ class SwitchNetwork(Network):
 def switch_network(network: Network, workers: int) -> SwitchNetwork:
     """`network`'s NIC, with rank `workers` (after workers 0..workers-1) as the aggregating switch."""
     validate.whole(workers, "workers", 1, int_only=True)
-    return SwitchNetwork(network.nic, network.ranks_per_host, network.intra, network.gamma, network.congestion,
-                         switch=workers)
+    return SwitchNetwork(nic=network.nic, ranks_per_host=network.ranks_per_host, intra=network.intra,
+                         gamma=network.gamma, congestion=network.congestion, switch=workers)
 
 
 def allreduce(comm, tensor, *, chunks: int = 1, capacity: float = math.inf, op: str = "sum",
@@ -85,9 +85,9 @@ def allreduce(comm, tensor, *, chunks: int = 1, capacity: float = math.inf, op: 
     offsets, lengths = chunk_bounds(count, chunks)
     with comm.region("allreduce:ina"):
         if comm.rank == workers:
-            _switch(comm, flat, offsets, lengths, element_size, capacity)
+            _switch(comm, flat, offsets=offsets, lengths=lengths, element_size=element_size, capacity=capacity)
         else:
-            _worker(comm, flat, offsets, lengths, element_size)
+            _worker(comm, flat, offsets=offsets, lengths=lengths, element_size=element_size)
     if op == "avg" and tensor is not None:
         tensor /= workers
     return tensor
@@ -149,10 +149,10 @@ def measure(workers: int, nbytes: int, network: Network, *, chunks: int = 1, cap
     validate.whole(workers, "workers", 1, int_only=True)
     count = max(1, validate.whole(nbytes, "size", 1, int_only=True) // 4)
     if algo == "ina":
-        res = launch.run(_timed, count, chunks, capacity, algo, ranks=workers + 1,
-                          network=switch_network(network, workers))
+        res = launch.run(_timed, count, chunks=chunks, capacity=capacity, algo=algo, ranks=workers + 1,
+                         network=switch_network(network, workers))
     else:
-        res = launch.run(_timed, count, chunks, capacity, algo, ranks=workers, network=network)
+        res = launch.run(_timed, count, chunks=chunks, capacity=capacity, algo=algo, ranks=workers, network=network)
     return max(res.values)
 
 

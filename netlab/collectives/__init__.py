@@ -86,7 +86,8 @@ def _run(comm, collective, algo, flat, count, dtype, **options):
     if not isinstance(root, int) or not 0 <= root < comm.world_size:
         raise ValueError(f"root: must be a rank from 0 to {comm.world_size - 1}, got {root!r}")
     if comm.world_size > 1:
-        plan = _plan(collective, algo, comm.world_size, count, comm.rank, tuple(sorted(options.items())))
+        plan = _plan(collective, algo, p=comm.world_size, count=count, rank=comm.rank,
+                     options=tuple(sorted(options.items())))
         with comm.region(f"{collective}:{algo}"):
             execute(comm, flat, None, element_size, plan=plan)
 
@@ -113,7 +114,7 @@ def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", *, count: int |
     """
     if op not in ("sum", "avg"):
         raise ValueError(f"op: must be 'sum' or 'avg', got {op!r}")
-    _run(comm, "allreduce", algo, _flat(tensor), count, dtype, ranks_per_host=ranks_per_host)
+    _run(comm, "allreduce", algo=algo, flat=_flat(tensor), count=count, dtype=dtype, ranks_per_host=ranks_per_host)
     if op == "avg" and tensor is not None:
         tensor /= comm.world_size
     return tensor
@@ -121,13 +122,13 @@ def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", *, count: int |
 
 def broadcast(comm, tensor, root: int = 0, algo: str = "tree", *, count: int | None = None, dtype=None):
     """Copy root's `tensor` to every rank, in place."""
-    _run(comm, "broadcast", algo, _flat(tensor), count, dtype, root=root)
+    _run(comm, "broadcast", algo=algo, flat=_flat(tensor), count=count, dtype=dtype, root=root)
     return tensor
 
 
 def reduce(comm, tensor, root: int = 0, algo: str = "tree", *, count: int | None = None, dtype=None):
     """Sum `tensor` onto `root` (in place there; other ranks' tensors hold partial sums afterwards)."""
-    _run(comm, "reduce", algo, _flat(tensor), count, dtype, root=root)
+    _run(comm, "reduce", algo=algo, flat=_flat(tensor), count=count, dtype=dtype, root=root)
     return tensor
 
 
@@ -135,12 +136,12 @@ def all_gather(comm, tensor, algo: str = "ring", count: int | None = None, *, dt
     """Every rank's `tensor` (m elements each), concatenated in rank order: p*m elements on every rank."""
     p = comm.world_size
     if tensor is None:
-        _run(comm, "allgather", algo, None, None if count is None else p * count, dtype)
+        _run(comm, "allgather", algo=algo, flat=None, count=None if count is None else p * count, dtype=dtype)
         return None
     m = tensor.numel()
     out = torch.empty(p * m, dtype=tensor.dtype)
     out[comm.rank * m:(comm.rank + 1) * m] = tensor.reshape(-1)
-    _run(comm, "allgather", algo, out, None, dtype)
+    _run(comm, "allgather", algo=algo, flat=out, count=None, dtype=dtype)
     return out
 
 
@@ -153,7 +154,7 @@ def all_gather_chunks(comm, chunk, count: int, algo: str = "ring"):
         raise ValueError(f"chunk: rank {comm.rank} must hold {n} of the {count} elements, got {chunk.numel()}")
     out = torch.empty(count, dtype=chunk.dtype)
     out[o:o + n] = chunk.reshape(-1)
-    _run(comm, "allgather", algo, out, None, chunk.dtype)
+    _run(comm, "allgather", algo=algo, flat=out, count=None, dtype=chunk.dtype)
     return out
 
 
@@ -163,10 +164,10 @@ def reduce_scatter(comm, tensor, algo: str = "ring", count: int | None = None, *
     Works on a copy; returns this rank's chunk (lengths differ by at most one element).
     """
     if tensor is None:
-        _run(comm, "reduce_scatter", algo, None, count, dtype)
+        _run(comm, "reduce_scatter", algo=algo, flat=None, count=count, dtype=dtype)
         return None
     buf = tensor.reshape(-1).clone()
-    _run(comm, "reduce_scatter", algo, buf, None, dtype)
+    _run(comm, "reduce_scatter", algo=algo, flat=buf, count=None, dtype=dtype)
     offsets, lengths = chunk_bounds(buf.numel(), comm.world_size)
     o, n = int(offsets[comm.rank]), int(lengths[comm.rank])
     return buf[o:o + n].clone()
@@ -197,7 +198,7 @@ def all_to_all(comm, tensor, algo: str = "pairwise", count: int | None = None, *
         out = torch.empty_like(flat)
         out[comm.rank * m:(comm.rank + 1) * m] = flat[comm.rank * m:(comm.rank + 1) * m]   # its own block stays
     if p > 1:
-        plan = _plan("alltoall", algo, p, count, comm.rank, ())
+        plan = _plan("alltoall", algo, p=p, count=count, rank=comm.rank, options=())
         with comm.region(f"alltoall:{algo}"):
             alltoall.execute(comm, flat, out, plan, element_size=element_size)
     return None if out is None else out.view(tensor.shape)

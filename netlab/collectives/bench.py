@@ -74,22 +74,22 @@ def _bench_rank(comm, collective: str, algo: str, sizes, *, dtype, real: bool, c
                 .to(dtype)) if real else (lambda: None)
         verdict = None
         if check:
-            mine = _once(comm, collective, algo, make(), count, dtype)
+            mine = _once(comm, collective, algo=algo, x=make(), count=count, dtype=dtype)
             reference = _torch_collective(comm, collective, make())
             root_only = collective == "reduce" and comm.rank != 0
             verdict = True if root_only else bool(torch.equal(mine.to(torch.float64), reference.to(torch.float64)))
         if comm.virtual:
             comm.restart_clock()
-            _once(comm, collective, algo, make(), count, dtype)
+            _once(comm, collective, algo=algo, x=make(), count=count, dtype=dtype)
             seconds = comm.now()
         else:
             for _ in range(warmup):
-                _once(comm, collective, algo, make(), count, dtype)
+                _once(comm, collective, algo=algo, x=make(), count=count, dtype=dtype)
             data = [make() for _ in range(iters)]
             dist.barrier(group=comm.group)
             start = time.perf_counter()
             for x in data:
-                _once(comm, collective, algo, x, count, dtype)
+                _once(comm, collective, algo=algo, x=x, count=count, dtype=dtype)
             seconds = (time.perf_counter() - start) / iters
         out.append((s, s // element_size, seconds, verdict))
     return out
@@ -161,7 +161,8 @@ def bench(collective: str, algo: str, ranks: int, sizes, *, network: Network | N
     for i, (s, count, _, _) in enumerate(res.values[0]):
         seconds = max(v[i][2] for v in res.values)       # the slowest rank ends the collective
         verdicts = [v[i][3] for v in res.values]
-        predicted = cost.time(collective, algo, ranks, s, network=network) if network is not None and algo != "torch" else None
+        predicted = cost.time(collective, algo, ranks, s,
+                              network=network) if network is not None and algo != "torch" else None
         rows.append({"collective": collective, "algo": algo, "ranks": ranks, "bytes": s, "count": count,
                      "type": TYPE_NAMES[torch_dtype], "time_s": seconds, "predicted_s": predicted,
                      "algbw_GBps": cost.algbw(s, seconds) / 1e9, "busbw_GBps": cost.busbw(collective, ranks, s, seconds) / 1e9,

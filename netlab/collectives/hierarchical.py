@@ -35,7 +35,8 @@ def _in_every_host(step: Step, hosts: int, g: int) -> Step:
     """A step written for local ranks 0..g-1, repeated on every host at once."""
     base = np.repeat(np.arange(hosts) * g, step.src.size)
     tile = lambda a: np.tile(a, hosts)  # noqa: E731
-    return Step(base + tile(step.src), base + tile(step.dst), tile(step.offset), tile(step.length), step.reduce)
+    return Step(src=base + tile(step.src), dst=base + tile(step.dst), offset=tile(step.offset),
+                length=tile(step.length), reduce=step.reduce)
 
 
 def allreduce_leader(p: int, count: int, ranks_per_host: int = 1):
@@ -48,7 +49,7 @@ def allreduce_leader(p: int, count: int, ranks_per_host: int = 1):
         c = (local + 1) % g
         yield _in_every_host(Step(local, 0, offsets[c], lengths[c], reduce=False), hosts, g)
     for step in ring.allreduce(hosts, count):                    # leaders: one ring over the NICs
-        yield Step(step.src * g, step.dst * g, step.offset, step.length, step.reduce)
+        yield Step(src=step.src * g, dst=step.dst * g, offset=step.offset, length=step.length, reduce=step.reduce)
     if g > 1:                                                    # leader scatters chunk l to local l
         yield _in_every_host(Step(0, local, offsets[local], lengths[local], reduce=False), hosts, g)
     for step in ring.all_gather(g, count, owner_shift=0):
@@ -68,7 +69,7 @@ def allreduce_rail(p: int, count: int, ranks_per_host: int = 1):
             dst.append(step.dst * g + l)
             off.append(step.offset + offsets[(l + 1) % g])
             length.append(step.length)
-        yield Step(np.concatenate(src), np.concatenate(dst), np.concatenate(off), np.concatenate(length),
-                   per_rail[0].reduce)
+        yield Step(src=np.concatenate(src), dst=np.concatenate(dst), offset=np.concatenate(off),
+                   length=np.concatenate(length), reduce=per_rail[0].reduce)
     for step in ring.all_gather(g, count, owner_shift=1):
         yield _in_every_host(step, hosts, g)

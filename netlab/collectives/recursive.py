@@ -98,8 +98,8 @@ def allreduce_halving_doubling(p: int, count: int):
     offsets, lengths = chunk_bounds(count, p2)
     bounds = np.arange(p2 + 1)
     yield from _fold(p, count, reduce=True)
-    yield from _halving(p2, alive, offsets, lengths, bounds)
-    yield from _doubling(p2, alive, offsets, lengths, bounds)
+    yield from _halving(p2, alive, offsets=offsets, lengths=lengths, bounds=bounds)
+    yield from _doubling(p2, alive, offsets=offsets, lengths=lengths, bounds=bounds)
     yield from _unfold(p, count)
 
 
@@ -114,7 +114,7 @@ def reduce_scatter_halving(p: int, count: int):
     p2, _, alive = fold_layout(p)
     offsets, lengths = chunk_bounds(count, p)
     yield from _fold(p, count, reduce=True)
-    yield from _halving(p2, alive, offsets, lengths, _survivor_bounds(p))
+    yield from _halving(p2, alive, offsets=offsets, lengths=lengths, bounds=_survivor_bounds(p))
     yield from _unfold(p, count, offsets, lengths)
 
 
@@ -123,5 +123,5 @@ def all_gather_doubling(p: int, count: int):
     p2, _, alive = fold_layout(p)
     offsets, lengths = chunk_bounds(count, p)
     yield from _fold(p, count, reduce=False, offsets=offsets, lengths=lengths)
-    yield from _doubling(p2, alive, offsets, lengths, _survivor_bounds(p))
+    yield from _doubling(p2, alive, offsets=offsets, lengths=lengths, bounds=_survivor_bounds(p))
     yield from _unfold(p, count)

@@ -33,7 +33,8 @@ class Step:
     def __post_init__(self):
         m = max(np.size(self.src), np.size(self.dst), np.size(self.offset), np.size(self.length))
         self.src, self.dst, self.offset, self.length = (
-            np.broadcast_to(np.asarray(a, dtype=np.int64), (m,)) for a in (self.src, self.dst, self.offset, self.length))
+            np.broadcast_to(np.asarray(a,
+                                       dtype=np.int64), (m,)) for a in (self.src, self.dst, self.offset, self.length))
 
 
 def chunk_bounds(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,8 +79,8 @@ def rank_plan(steps, rank: int) -> list[RankStep]:
         # a copy may land in place unless it overlaps what this rank sends in the same step
         in_place = [not step.reduce and not any(so < o + n and o < so + sn for so, sn, _ in sends)
                     for o, n, _ in recvs]
-        plan.append(RankStep(sends, recvs, step.reduce, sum(n for _, n, _ in recvs) if step.reduce else 0,
-                             in_place))
+        plan.append(RankStep(sends=sends, recvs=recvs, reduce=step.reduce,
+                             scratch=sum(n for _, n, _ in recvs) if step.reduce else 0, in_place=in_place))
     return plan
 
 

@@ -25,7 +25,8 @@ def rounds(p: int) -> int:
 
 def _to_ranks(step: Step, p: int, root: int) -> Step:
     """Steps are built on ranks relative to the root; shift them back."""
-    return Step((step.src + root) % p, (step.dst + root) % p, step.offset, step.length, step.reduce)
+    return Step(src=(step.src + root) % p, dst=(step.dst + root) % p, offset=step.offset, length=step.length,
+                reduce=step.reduce)
 
 
 def reduce(p: int, count: int, root: int = 0):

@@ -11,6 +11,8 @@ the d/k = 100 rescaling makes even plain random-k diverge at this learning rate)
 """
 from __future__ import annotations
 
+import functools
+
 from .codec_cost import DEFAULT_CODEC, describe_codec
 from .pays import label
 from .training import run_training
@@ -89,7 +91,8 @@ def payload_table(methods=TABLE, width: int = 128, layers: int = 2, batch: int =
     so a notebook kernel does not import torch for it.
     """
     from ..runtime.launch import where_torch_is
-    return where_torch_is(_payload_rows, methods, width, layers, batch, seed)
+    return where_torch_is(functools.partial(_payload_rows, methods, width=width, layers=layers, batch=batch,
+                                            seed=seed))
 
 
 def _payload_rows(methods, width, layers, batch, seed) -> list[dict]:

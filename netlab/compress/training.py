@@ -131,6 +131,8 @@ def run_training(method: str | TrainConfig = "none", *, bandwidth="1Gbit/s", lat
     setup = {"ranks": ranks, "network": net.describe(), "device": dev.name, "efficiency": dev.efficiency,
              "width": width, "layers": layers, "batch_per_rank": batch, "lr": cfg.lr, "momentum": cfg.momentum,
              "seed": cfg.seed, "codec": cfg.codec}
-    return TrainResult(method, cfg.error_feedback, dict(options), h0["step"], h0["accuracy"], h0["time_s"], losses,
-                       h0["accuracy"][-1], wire, payload, dense, dense / payload if payload else math.inf,
-                       res.trace.makespan / done, h0["diverged"], encode_s, decode_s, setup)
+    return TrainResult(method=method, error_feedback=cfg.error_feedback, options=dict(options), steps=h0["step"],
+                       accuracy=h0["accuracy"], time_s=h0["time_s"], loss=losses, final_accuracy=h0["accuracy"][-1],
+                       bytes_per_step=wire, payload_bytes=payload, dense_bytes=dense,
+                       compression_ratio=dense / payload if payload else math.inf, step_s=res.trace.makespan / done,
+                       diverged=h0["diverged"], encode_s=encode_s, decode_s=decode_s, setup=setup)

@@ -159,7 +159,8 @@ class FlowEngine:
         self.port_free[in_port] = b + alpha
         self.link_bytes[links] += weights * nbytes
         self.flows += 1
-        self.schedule(max(a, b) + alpha, self._begin, _Flow(key, nbytes, links, weights, on_done))
+        self.schedule(max(a, b) + alpha, self._begin, _Flow(key=key, size=nbytes, links=links, weights=weights,
+                                                            on_done=on_done))
 
     def _settle(self) -> None:
         """Bring every active flow's bytes left up to now, at the rates solved last."""
@@ -188,7 +189,8 @@ class FlowEngine:
         fl = np.concatenate([np.full(f.links.size, i, dtype=np.int64) for i, f in enumerate(flows)])
         links = np.concatenate([f.links for f in flows])
         weights = np.concatenate([f.weights for f in flows])
-        rates = FlowSet(fl, links, weights, self.topology.capacity, n_flows=len(flows)).solve(np.ones(len(flows), dtype=bool))
+        rates = FlowSet(fl, links, weights, self.topology.capacity,
+                        n_flows=len(flows)).solve(np.ones(len(flows), dtype=bool))
         soonest = np.inf
         for f, r in zip(flows, rates):
             f.rate = float(r)

@@ -97,9 +97,9 @@ def profile(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> Backwar
             for h in handles:
                 h.remove()
     order = tuple(i for i, _ in ready)
-    return BackwardProfile(order, tuple(f for _, f in ready),
-                           tuple(params[i].numel() * params[i].element_size() for i in order),
-                           forward, counter.get_total_flops())
+    return BackwardProfile(order=order, ready_flops=tuple(f for _, f in ready),
+                           nbytes=tuple(params[i].numel() * params[i].element_size() for i in order),
+                           forward_flops=forward, total_flops=counter.get_total_flops())
 
 
 @functools.lru_cache(maxsize=64)

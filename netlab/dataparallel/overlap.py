@@ -154,7 +154,7 @@ def overlapped_step(comm, config: OverlapConfig | None = None, **settings) -> di
         comm.compute_for(seconds=seconds(prof.forward_flops), label="forward")
         comm.compute_for(seconds=seconds(prof.total_flops - prof.forward_flops), label="backward")
     else:          # wall clock: the measured forward+backward (all-reduces included when overlapped)
-        comm._event("compute", -1, 0, wall_start, comm.now(), "forward+backward")
+        comm._event("compute", -1, 0, start=wall_start, end=comm.now(), label="forward+backward")
     compute_end = comm.now()
     if not overlap:
         stream.end = compute_end

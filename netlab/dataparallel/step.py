@@ -97,7 +97,8 @@ def measure_step(config: StepConfig | None = None, **settings) -> StepResult:
         net = None
     dev = device if isinstance(device, Device) else make_device(device, efficiency)
     if bucketed:
-        return _bucketed(ranks, net, dev, timeout, width, layers, batch, algo, caps, bool(overlap))
+        return _bucketed(ranks, net, dev=dev, timeout=timeout, width=width, layers=layers, batch=batch, algo=algo,
+                         caps=caps, overlap=bool(overlap))
     res = launch.run(train.step, ranks=ranks, network=net, device=dev, timeout=timeout,
                       width=width, layers=layers, batch=batch, algo=algo)
     tr = res.trace
@@ -107,9 +108,9 @@ def measure_step(config: StepConfig | None = None, **settings) -> StepResult:
              "network": net.describe() if net else "none (wall clock, loopback)"}
     if net is not None:
         setup.update(bandwidth_Bps=net.nic.bandwidth, latency_s=net.nic.latency)
-    return StepResult(ranks, compute, max(v["comm_s"] for v in res.values), tr.makespan,
-                      sum(v["loss"] for v in res.values), res.values[0]["grad_bytes"],
-                      "virtual" if net else "wall", tr, setup)
+    return StepResult(ranks=ranks, compute_s=compute, comm_s=max(v["comm_s"] for v in res.values), total_s=tr.makespan,
+                      loss=sum(v["loss"] for v in res.values), grad_bytes=res.values[0]["grad_bytes"],
+                      clock="virtual" if net else "wall", trace=tr, setup=setup)
 
 
 def _bucketed(ranks, net, dev, timeout, width, layers, batch, algo, caps, overlap) -> StepResult:
@@ -131,9 +132,9 @@ def _bucketed(ranks, net, dev, timeout, width, layers, batch, algo, caps, overla
              "exposed_comm_s": worst["exposed_comm_s"], "overlap_frac": worst["overlap_frac"]}
     if net is not None:
         setup.update(bandwidth_Bps=net.nic.bandwidth, latency_s=net.nic.latency)
-    return StepResult(ranks, compute, max(v["comm_s"] for v in res.values), tr.makespan,
-                      sum(v["loss"] for v in res.values), res.values[0]["grad_bytes"],
-                      "virtual" if net else "wall", tr, setup)
+    return StepResult(ranks=ranks, compute_s=compute, comm_s=max(v["comm_s"] for v in res.values), total_s=tr.makespan,
+                      loss=sum(v["loss"] for v in res.values), grad_bytes=res.values[0]["grad_bytes"],
+                      clock="virtual" if net else "wall", trace=tr, setup=setup)
 
 
 def scaling(ranks_list=(1, 2, 4, 8), bandwidths=("1Gbit/s", "10Gbit/s"), progress: bool = False,

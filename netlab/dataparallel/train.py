@@ -297,7 +297,8 @@ def fit(comm, config: FitConfig | None = None, *, sync=None, model: nn.Module | 
     if initial is not None:
         with torch.no_grad():
             vector_to_parameters(initial, model.parameters())
-    out = Fit(model, {"step": [], "time_s": [], "loss": [], "accuracy": []}, [], 0, None, None, None)
+    out = Fit(model=model, history={"step": [], "time_s": [], "loss": [], "accuracy": []}, comm_s=[], steps_done=0,
+              diverged=None, loss=None, grad=None)
     for t in steps:
         i, n = batch_slice(t) if batch_slice else (comm.rank, comm.world_size)
         idx = batch_indices(t, i, n, batch, n=len(y), seed=seed)

@@ -104,7 +104,8 @@ def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_dela
         down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn=ecn, switch=sw)
     else:
         down = fab.ports["tor->rx"] = TokenBucketPort(fab, "tor->rx", bandwidth, link_delay,
-                                                       buffer=None if shared else buffer, ecn=ecn, switch=sw, burst=burst)
+                                                      buffer=None if shared else buffer, ecn=ecn, switch=sw,
+                                                      burst=burst)
     return nics, down
 
 
@@ -175,7 +176,8 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
     persistent, time_limit, transport_options = config.persistent, config.time_limit, config.transport_options
     wall = time.perf_counter()
     fab = Fabric(seed)
-    nics, down = _star(fab, senders + 1, bandwidth, buffer, ecn, pfc, link_delay, shared_buffer, burst)
+    nics, down = _star(fab, senders + 1, bandwidth=bandwidth, buffer=buffer, ecn=ecn, pfc=pfc, link_delay=link_delay,
+                       shared=shared_buffer, burst=burst)
     run = Run(fab, [], down.name)
     options = dict(transport_options or {})
     if window is not None and tp.takes_window(transport):
@@ -255,7 +257,8 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = 
     transport, rto_min = switch.transport, switch.rto_min
     wall = time.perf_counter()
     fab = Fabric(switch.seed)
-    nics, down = _star(fab, n, bandwidth, switch.buffer, switch.ecn, None, link_delay, False)
+    nics, down = _star(fab, n, bandwidth=bandwidth, buffer=switch.buffer, ecn=switch.ecn, pfc=None,
+                       link_delay=link_delay, shared=False)
     down.loss = float(loss)
     run = Run(fab, [], down.name)
     for i in range(n):

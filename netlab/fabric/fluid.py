@@ -127,7 +127,8 @@ def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, *, 
             out_t.append(n * dt)
             out_q.append(q)
             out_r.append([rc[i] for i in range(m) for _ in range(weight[i])])
-    return FluidRun(np.asarray(out_t), np.asarray(out_q) * packet, np.asarray(out_r) * packet, capacity, packet)
+    return FluidRun(t=np.asarray(out_t), queue=np.asarray(out_q) * packet, rates=np.asarray(out_r) * packet,
+                    capacity=capacity, packet=packet)
 
 
 def fixed_point(flows: int, *, model: FluidModel = FluidModel()) -> dict:

@@ -86,7 +86,7 @@ def timeline(intervals: list[tuple], *, ax=None, ranks: int | None = None, lanes
     ticks, labels = list(range(ranks)), [f"rank {r}" for r in range(ranks)]
     if step is not None:
         y = -1.3
-        drawn += _step_row(ax, step, factor, span_s, y)
+        drawn += _step_row(ax, step, factor=factor, span_s=span_s, y=y)
         ticks, labels = [y] + ticks, ["step"] + labels
         ax.set_ylim(ranks - 0.5, y - 0.6)
     for r, note in enumerate(notes or ()):

@@ -328,7 +328,7 @@ def incast(setup: KernelIncast | None = None, **settings) -> dict:
         snd, rcv, listener = _connect(tb)
         try:
             before, port0 = tb.tcp_counters(), tb.port_stats()
-            times = _rounds(snd, rcv, block_b, int(rounds), time.perf_counter() + MAX_WALL_S)
+            times = _rounds(snd, rcv, block=block_b, rounds=int(rounds), deadline=time.perf_counter() + MAX_WALL_S)
             after, port1 = tb.tcp_counters(), tb.port_stats()
         finally:
             for s in snd + rcv + [listener]:

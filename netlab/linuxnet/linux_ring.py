@@ -96,7 +96,7 @@ def _run(tb: Testbed, ranks: int, sizes, reps, timeout_s: float) -> dict:
             code = 0
             try:
                 os.close(r_fd)
-                _rank(rank, ranks, ns, tb.sender_addr[0], port, w_fd, sizes, reps)
+                _rank(rank, ranks, ns=ns, master=tb.sender_addr[0], port=port, w_fd=w_fd, sizes=sizes, reps=reps)
             except BaseException as e:                 # noqa: BLE001 -- reported to the parent
                 os.write(w_fd, (json.dumps({"error": f"rank {rank}: {type(e).__name__}: {e}"[:2000]}) + "\n").encode())
                 code = 1
@@ -158,7 +158,7 @@ def _measure_here(ranks: int, sizes, bandwidth, reps: int, timeout_s: float) -> 
     sizes = [parse_bytes(s, "sizes") for s in sizes]
     framing = Framing("tcp", 1500, layer1=False)
     with Testbed(senders=ranks, bandwidth=rate, buffer=4 << 20, nic_rate="link") as tb:
-        got = _run(tb, ranks, sizes, reps, timeout_s)
+        got = _run(tb, ranks, sizes=sizes, reps=reps, timeout_s=timeout_s)
     alpha = got["alpha"]
     rows = []
     for n in sizes:
@@ -177,7 +177,7 @@ def headroom(bandwidth="50Mbit/s", ranks: int = 4, size="2M") -> float:
     _fork_safe()
     rate, n = parse_bandwidth(bandwidth), parse_bytes(size, "size")
     with Testbed(senders=ranks, bandwidth=rate, buffer=4 << 20, nic_rate=None) as tb:
-        got = _run(tb, ranks, [n], 1, 120.0)
+        got = _run(tb, ranks, sizes=[n], reps=1, timeout_s=120.0)
     best = min(got[f"gloo:{n}"])
     moved = 2 * (ranks - 1) / ranks * n / best                 # bytes/s each rank sent
     return moved / rate

@@ -193,4 +193,5 @@ def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_pe
         intra = intra_link()
     elif intra is not None and not isinstance(intra, Link):
         raise ValueError(f"intra: a link preset name (e.g. 'NVLink3') or a netlab Link, got {intra!r}")
-    return Network(nic, ranks_per_host, intra, gamma, congestion if congestion is not None else _congestion.get())
+    return Network(nic=nic, ranks_per_host=ranks_per_host, intra=intra, gamma=gamma,
+                   congestion=congestion if congestion is not None else _congestion.get())

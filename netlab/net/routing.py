@@ -244,7 +244,8 @@ class Router:
         link = np.concatenate([link, self.up[src[intra]], self.down[dst[intra]]])
         weight = np.concatenate([w, np.ones(2 * intra.size)])
         order = np.argsort(flow, kind="stable")         # grouped by flow, hop order kept within a flow
-        return Routes(flow[order], link[order], weight[order], out_port, in_port, all_hops)
+        return Routes(flow=flow[order], link=link[order], weight=weight[order], out_port=out_port, in_port=in_port,
+                      hops=all_hops)
 
 
 def router(topology) -> Router:

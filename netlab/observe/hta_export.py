@@ -108,8 +108,9 @@ def load(path: str) -> Trace:
         if ev.get("ph") != "X" or ev.get("cat") not in _KINDS:
             continue
         a = ev.get("args", {})
-        events.append(Event(int(ev["pid"]), ev["cat"], int(a.get("peer", -1)), int(a.get("bytes", 0)),
-                            ev["ts"] / 1e6, (ev["ts"] + ev["dur"]) / 1e6, a.get("label", "")))
+        events.append(Event(rank=int(ev["pid"]), kind=ev["cat"], peer=int(a.get("peer", -1)),
+                            bytes=int(a.get("bytes", 0)), start=ev["ts"] / 1e6, end=(ev["ts"] + ev["dur"]) / 1e6,
+                            label=a.get("label", "")))
     ranks = {e.rank for e in events} | {p for p in named if isinstance(p, int)}
     world = int(other.get("world_size", max(ranks, default=-1) + 1))
     missing = sorted(set(range(world)) - {e.rank for e in events})

@@ -147,8 +147,9 @@ def _colocated(config: PSConfig | None, settings: dict, where: dict) -> PSResult
              "clock": "virtual"}
     setup["chunks"] = out["chunks"]
     pushes = steps * workers * out["chunks"]                     # every update is the sum of one step: never stale
-    return PSResult(out["step_s"], out["comm_s"], out["worker_bytes"], util, {0: pushes}, 0,
-                    hist["accuracy"][-1] if hist["accuracy"] else math.nan, hist, tr, setup,
+    return PSResult(step_s=out["step_s"], comm_s=out["comm_s"], server_bytes=out["worker_bytes"], server_util=util,
+                    staleness={0: pushes}, max_gap=0, accuracy=hist["accuracy"][-1] if hist["accuracy"] else math.nan,
+                    history=hist, trace=tr, setup=setup,
                     workers=[{"worker": 0, "params": out["params"], "history": hist}])
 
 
@@ -176,10 +177,11 @@ def summarize(cfg: PSConfig, res, extra: dict) -> PSResult:
              "steps": cfg.membership.steps, "width": cfg.width, "model_bytes": 4 * cfg.smap.numel,
              "stragglers": cfg.stragglers, "slowdown": cfg.slowdown, "straggle": cfg.straggle, "lr": cfg.lr,
              "momentum": cfg.momentum, **extra}
-    return PSResult(step_s, comm_s, server_bytes, util, consistency.histogram(r[3] for r in records),
-                    max(gaps, default=0), history["accuracy"][-1] if history["accuracy"] else math.nan,
-                    history, tr, setup, [s["state"] for s in servers],
-                    sorted(workers, key=lambda v: v["worker"]), cfg)
+    return PSResult(step_s=step_s, comm_s=comm_s, server_bytes=server_bytes, server_util=util,
+                    staleness=consistency.histogram(r[3] for r in records), max_gap=max(gaps, default=0),
+                    accuracy=history["accuracy"][-1] if history["accuracy"] else math.nan, history=history, trace=tr,
+                    setup=setup, states=[s["state"] for s in servers],
+                    workers=sorted(workers, key=lambda v: v["worker"]), config=cfg)
 
 
 def assemble(result: PSResult) -> np.ndarray:

@@ -105,7 +105,7 @@ def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> t
     for c in order:
         buf = protocol.empty(c.length)
         pulls.append((c, comm.irecv(buf, cfg.server_rank(c.server)), buf))
-    _serve(comm, cfg, step, grad, incoming, results, outbox)
+    _serve(comm, cfg, step=step, grad=grad, posted=incoming, results=results, outbox=outbox)
     comm.wait(*[r for _, r, _ in pulls])
     for req, _ in outbox:
         protocol.arrived(req)

@@ -67,8 +67,8 @@ class ServerState:
 
     def copy(self) -> "ServerState":
         clone = lambda d: {k: v.clone() for k, v in d.items()}  # noqa: E731
-        return ServerState(clone(self.values), clone(self.momentum), dict(self.version), clone(self.applied),
-                           list(self.records), list(self.gaps))
+        return ServerState(values=clone(self.values), momentum=clone(self.momentum), version=dict(self.version),
+                           applied=clone(self.applied), records=list(self.records), gaps=list(self.gaps))
 
 
 def initial_state(chunks, init_flat: torch.Tensor) -> ServerState:
@@ -155,9 +155,9 @@ class DenseServer:
             self.next[w] = None
         self.held[w] += 1                                        # w's answer for this chunk is now owed
         if self.cfg.mode == "bsp":
-            self._bsp(w, step, chunk, grad.clone(), version)
+            self._bsp(w, step, chunk=chunk, grad=grad.clone(), version=version)
         else:
-            self._apply(chunk, grad, w, step, version)
+            self._apply(chunk, grad, workers=w, step=step, versions=version)
             self.clocks[chunk.index][w] = step + 1
             self.waiting[chunk.index].append((w, step))
             self._release(chunk)
@@ -174,7 +174,7 @@ class DenseServer:
         total = torch.zeros(chunk.length)
         for u in members:                                        # rank order: the same sum on every run
             total += pushes[u][0]
-        self._apply(chunk, total, members, step, [pushes[u][1] for u in members])
+        self._apply(chunk, total, workers=members, step=step, versions=[pushes[u][1] for u in members])
         pushes.clear()
         for u in self.cfg.membership.recipients(step):
             self._answer(u, chunk, step, gap=0)

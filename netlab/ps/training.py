@@ -46,8 +46,8 @@ def rank_main(comm, cfg: PSConfig) -> dict:
 
 def _map_state(state: ServerState, convert) -> ServerState:
     each = lambda d: {k: convert(v) for k, v in d.items()}  # noqa: E731
-    return ServerState(each(state.values), each(state.momentum), dict(state.version), each(state.applied),
-                       list(state.records), list(state.gaps))
+    return ServerState(values=each(state.values), momentum=each(state.momentum), version=dict(state.version),
+                       applied=each(state.applied), records=list(state.records), gaps=list(state.gaps))
 
 
 def as_arrays(state: ServerState) -> ServerState:

@@ -63,7 +63,7 @@ class WallClock:
     arrivals = False             # cannot tell which of several messages arrives first in its time
 
     def __init__(self, *, rank: int, record):
-        self.rank, self._record = rank, record       # record(kind, peer, nbytes, start, end)
+        self.rank, self._record = rank, record       # record(kind, peer, nbytes, *, start, end)
         self._t0 = time.perf_counter()
 
     def now(self) -> float:
@@ -89,7 +89,7 @@ class WallClock:
     def complete(self, req) -> None:
         req._arrive()
         req.end = self.now()
-        self._record(req.kind, req.peer, req.nbytes, req.start, req.end)
+        self._record(req.kind, req.peer, req.nbytes, start=req.start, end=req.end)
 
     def computed(self, start: float, modelled, seconds) -> None:
         if seconds is not None:                      # an emulated compute phase: take as long as asked
@@ -142,7 +142,7 @@ class VirtualClock:
         duration = self.network.link(self.rank, dst).time(n)
         start = self._port(cls, "out").reserve(self.t, duration)
         req.start, req.end = start, start + duration
-        self._record("send", dst, n, start, req.end)
+        self._record("send", dst, n, start=start, end=req.end)
         if tensor is not None and n <= PACK_BYTES:           # header and payload in one message
             return _packed(start, n, tensor), None
         return _header(start, n), tensor
@@ -169,7 +169,7 @@ class VirtualClock:
             if link.framing is not None and link.ack_time(sent):    # TCP's ACKs leave on our own port
                 self._port(cls, "out").reserve(begin, link.ack_time(sent))
             req._arrive()
-            self._record("recv", req.peer, sent, begin, req.end)
+            self._record("recv", req.peer, sent, start=begin, end=req.end)
         else:
             req._arrive()
         self.t = max(self.t, req.end)
@@ -184,7 +184,7 @@ class VirtualClock:
         if self.network.gamma:
             start = self.t
             self.t += self.network.gamma * nbytes
-            self._record("compute", -1, 0, start, self.t, "reduce")
+            self._record("compute", -1, 0, start=start, end=self.t, label="reduce")
 
 
 class FabricClock(VirtualClock):
@@ -262,7 +262,7 @@ class FabricClock(VirtualClock):
         else:
             self._leaving = [r for r in self._leaving if not _moved(r)] + [req]
         begin, req.end = self._fabric.answer()
-        self._record(req.kind, req.peer, req.nbytes, begin, req.end)
+        self._record(req.kind, req.peer, req.nbytes, start=begin, end=req.end)
         self.t = max(self.t, req.end)
 
 

@@ -100,9 +100,10 @@ class Comm:
         """Start the clock again from zero with idle ports (a benchmark's next size, say)."""
         self.clock.restart()
 
-    def _event(self, kind, peer, nbytes, start, end, label=None):
+    def _event(self, kind, peer, nbytes, *, start, end, label=None):
         label = label if label is not None else (self._labels[-1] if self._labels else "")
-        self.events.append(Event(self.rank, kind, peer, int(nbytes), start, end, label))
+        self.events.append(Event(rank=self.rank, kind=kind, peer=peer, bytes=int(nbytes), start=start, end=end,
+                                 label=label))
 
     def _set_status(self, text: str) -> None:
         if self._status is not None:
@@ -210,7 +211,7 @@ class Comm:
         start = self.now()
         yield
         self.clock.computed(start, modelled, seconds)
-        self._event("compute", -1, 0, start, self.now(), label)
+        self._event("compute", -1, nbytes=0, start=start, end=self.now(), label=label)
 
     def compute_for(self, seconds: float | None = None, flops: float | None = None, label: str = "compute"):
         """A compute phase with no body: advance the clock (or sleep) by a modelled duration."""
@@ -243,4 +244,4 @@ class Comm:
             yield
         finally:
             self._labels.pop()
-            self._event("region", -1, 0, start, self.now(), label)
+            self._event("region", -1, nbytes=0, start=start, end=self.now(), label=label)

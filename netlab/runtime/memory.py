@@ -285,8 +285,9 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, r
     need = ranks * per_rank_bytes + (FORKSERVER_BYTES if forkserver else 0)
     status = memory_status(root)
     if need + MEMORY_HEADROOM + ASK_MARGIN <= status.available:
-        _remember(what, ranks, per_rank_bytes, need, status, status.available)
-        _log_check(what, ranks, per_rank_bytes, need, status, 0, None, "ran")
+        _remember(what, ranks, per_rank=per_rank_bytes, need=need, status=status, available=status.available)
+        _log_check(what, ranks, per_rank=per_rank_bytes, need=need, status=status, reusable=0, asked=None,
+                   verdict="ran")
         return              # fits in what is free: no need to read the ranks' smaps (~15 ms each, every change)
     reusable = sum(min(private_bytes(pid, root), per_rank_bytes) for pid in (held or ()))
     asked = None
@@ -307,7 +308,8 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, r
             tried = (f" Idle pools of other notebooks were asked for their ranks first: {len(asked.released)} of "
                      f"{asked.asked} gave them back" + (f" ({len(asked.busy)} busy running)" if asked.busy else "")
                      + ".")
-        _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "refused")
+        _log_check(what, ranks, per_rank=per_rank_bytes, need=need, status=status, reusable=reusable, asked=asked,
+                   verdict="refused")
         starts = f", and the fork server that starts them, {FORKSERVER_BYTES / 1e6:.0f} MB" if forkserver else ""
         free = status.available + reusable
         raise NotEnoughMemory(
@@ -318,8 +320,9 @@ def check_memory(ranks: int, per_rank_bytes: float, what: str = "this run", *, r
             f"notebook's own ranks; limit from {status.source}).{tried}",
             advice="Shut down other notebooks' kernels (or run netlab.shutdown() in them), or use fewer ranks or a "
                    "smaller size.")
-    _remember(what, ranks, per_rank_bytes, need, status, status.available + reusable)
-    _log_check(what, ranks, per_rank_bytes, need, status, reusable, asked, "ran")
+    _remember(what, ranks, per_rank=per_rank_bytes, need=need, status=status, available=status.available + reusable)
+    _log_check(what, ranks, per_rank=per_rank_bytes, need=need, status=status, reusable=reusable, asked=asked,
+               verdict="ran")
 
 
 def _log_check(what, ranks, per_rank, need, status: MemoryStatus, reusable, asked, verdict) -> None:
@@ -345,7 +348,8 @@ def _log_check(what, ranks, per_rank, need, status: MemoryStatus, reusable, aske
 
 def _remember(what, ranks, per_rank, need, status: MemoryStatus, available) -> None:
     global _last_check
-    _last_check = Check(time.monotonic(), what, ranks, per_rank, need, int(available), status.used, status.limit)
+    _last_check = Check(time=time.monotonic(), what=what, ranks=ranks, per_rank=per_rank, need=need,
+                        available=int(available), used=status.used, limit=status.limit)
 
 
 def checked_recently(ranks: int, seconds: float) -> bool:

@@ -96,7 +96,7 @@ def bisection(k: int = 8, ratios=(1, 4), nbytes: int = 16 << 20, patterns=("ring
     for ratio in ratios:
         for pattern in patterns:
             validate.choice(pattern, "pattern", PATTERNS)
-            topo, r = _run(k, float(ratio), pattern, int(nbytes), nic, routing)
+            topo, r = _run(k, float(ratio), pattern=pattern, nbytes=int(nbytes), nic=nic, routing=routing)
             base.setdefault(pattern, r.time_s)
             rows.append({"pattern": pattern, "ratio": ratio, "ranks": r.ranks, "bytes": r.nbytes,
                          "time_s": r.time_s, "busbw_GBps": r.busbw_GBps,

@@ -171,9 +171,9 @@ class Simulator:
         line = np.minimum(t.capacity[r.out_port], t.capacity[r.in_port])
         per_byte = flows.link_load(np.ones(F)) / flows.cap                  # seconds per byte of each link
         rates = flows.rates(np.ones(F, dtype=bool))
-        return _Signature(src, dst, flows, np.maximum(at_out, at_in), line,
-                          int(flows.links[busiest(per_byte, t.link_kind[flows.links])]) if F else 0,
-                          float((rates / line).min()) if F else 1.0, np.zeros(F))
+        return _Signature(src=src, dst=dst, flows=flows, alpha_wait=np.maximum(at_out, at_in), line_rate=line,
+                          bottleneck=int(flows.links[busiest(per_byte, t.link_kind[flows.links])]) if F else 0,
+                          slowest=float((rates / line).min()) if F else 1.0, bytes_sent=np.zeros(F))
 
     def _fluid(self, sig: _Signature, sizes: np.ndarray) -> np.ndarray:
         """(F,) seconds from the step's start until each payload has arrived (0 for empty messages).
@@ -251,6 +251,8 @@ class Simulator:
         if record:
             messages = tuple(np.concatenate(m) if m else np.zeros(0, np.int64) for m in messages)
         step_times = np.array(times)
-        return SimResult(self.topology, collective, algo, self.ranks, int(nbytes or 0), float(step_times.sum()),
-                         step_times, np.array(bottlenecks, dtype=np.int64), np.array(slowest), link_bytes,
-                         time.perf_counter() - started, self.routing, self.placement, messages)
+        return SimResult(topology=self.topology, collective=collective, algo=algo, ranks=self.ranks,
+                         nbytes=int(nbytes or 0), time_s=float(step_times.sum()), step_times=step_times,
+                         step_bottleneck=np.array(bottlenecks, dtype=np.int64), step_slowest=np.array(slowest),
+                         link_bytes=link_bytes, wall_s=time.perf_counter() - started, routing=self.routing,
+                         placement=self.placement, messages=messages)

@@ -99,8 +99,8 @@ def allreduce(topology: Topology, nbytes: int = 64 << 20, ranks: int | None = No
             raise ValueError(f"switch: {topology.name} has no switch labelled {switch!r}")
         node = found[0]
     if ranks == 1:
-        return InaResult(1, int(nbytes), chunks, topology.labels[node], 0.0, np.full(1, np.inf),
-                         np.full(1, np.inf), time.perf_counter() - started)
+        return InaResult(ranks=1, nbytes=int(nbytes), chunks=chunks, switch=topology.labels[node], time_s=0.0,
+                         up_rate=np.full(1, np.inf), down_rate=np.full(1, np.inf), wall_s=time.perf_counter() - started)
     rates = {}
     for up in (True, False):
         flow, link, alpha = _paths(topology, nodes, node, up)
@@ -114,5 +114,5 @@ def allreduce(topology: Topology, nbytes: int = 64 << 20, ranks: int | None = No
         sent += a_up + c / r_up
         summed = max(summed, sent.max()) + c / capacity
         back = np.maximum(back, summed) + a_down + c / r_down
-    return InaResult(ranks, int(nbytes), chunks, topology.labels[node], float(back.max()), r_up, r_down,
-                     time.perf_counter() - started)
+    return InaResult(ranks=ranks, nbytes=int(nbytes), chunks=chunks, switch=topology.labels[node],
+                     time_s=float(back.max()), up_rate=r_up, down_rate=r_down, wall_s=time.perf_counter() - started)

@@ -130,7 +130,8 @@ def measure(mode: str | ParallelConfig = "dp", **settings) -> ParallelResult:
         loss = res.values[0]["loss"] if mode == "tp" else sum(v["loss"] for v in res.values)
     compute = max(sum(e.end - e.start for e in trace.of(r, "compute")) for r in range(ranks))
     sent = sum(e.bytes for e in trace.events if e.kind == "send")
-    return ParallelResult(mode, ranks, sent, trace.makespan, compute, loss, predicted[0], predicted[1], setup, trace)
+    return ParallelResult(mode=mode, ranks=ranks, bytes_per_step=sent, step_s=trace.makespan, compute_s=compute,
+                          loss=loss, formula_bytes=predicted[0], formula_s=predicted[1], setup=setup, trace=trace)
 
 
 def compare(*, ranks: int = 4, bandwidth="10Gbit/s", latency="50us", modes=MODES, **kwargs) -> list[ParallelResult]:

@@ -118,32 +118,32 @@ def plan(name: str, seed=0) -> Plan:
         setup = _setup(workload)
         rank = int(rng.integers(setup["ranks"]))
         fraction = float(rng.choice([0.1, 0.15, 0.2]))
-        return Plan(name, seed, setup, {"kind": name, "rank": rank},
-                    {"fraction": fraction, "bucket_bytes": BIG_BUCKET})
+        return Plan(name=name, seed=seed, setup=setup, truth={"kind": name, "rank": rank},
+                    knobs={"fraction": fraction, "bucket_bytes": BIG_BUCKET})
     if name == "straggler":
         rank, factor = int(rng.integers(RANKS)), float(rng.choice([1.5, 2.0, 2.5, 3.0]))
-        return Plan(name, seed, _setup("allreduce"), {"kind": name, "rank": rank},
-                    {"slowdown": factor, "bucket_bytes": BIG_BUCKET})
+        return Plan(name=name, seed=seed, setup=_setup("allreduce"), truth={"kind": name, "rank": rank},
+                    knobs={"slowdown": factor, "bucket_bytes": BIG_BUCKET})
     if name == "hot_shard":
         setup = _setup("ps")
         server = int(rng.integers(PS_LAYOUT[1]))
-        return Plan(name, seed, setup, {"kind": name, "rank": setup["servers"][server]},
-                    {"server": server, "zipf": float(rng.choice([0.9, 1.0, 1.1]))})
+        return Plan(name=name, seed=seed, setup=setup, truth={"kind": name, "rank": setup["servers"][server]},
+                    knobs={"server": server, "zipf": float(rng.choice([0.9, 1.0, 1.1]))})
     if name == "spine":
         leaf = [int(x) for x in rng.permutation([0] * (RANKS // 2) + [1] * (RANKS - RANKS // 2))]  # two leaves
         one = sorted(r for r in range(RANKS) if leaf[r] == leaf[0])
-        return Plan(name, seed, _setup("allreduce"),
-                    {"kind": name, "leaf": one, "other": sorted(set(range(RANKS)) - set(one))},
-                    {"leaf": leaf, "ratio": float(rng.choice([4, 6, 8])), "bucket_bytes": BIG_BUCKET})
+        return Plan(name=name, seed=seed, setup=_setup("allreduce"),
+                    truth={"kind": name, "leaf": one, "other": sorted(set(range(RANKS)) - set(one))},
+                    knobs={"leaf": leaf, "ratio": float(rng.choice([4, 6, 8])), "bucket_bytes": BIG_BUCKET})
     if name == "pfc_storm":
         setup = _setup("allreduce")
         setup["network"] = storm_network().describe()
         setup["what"] += "; the NICs share one switch with PFC (lossless)"
         rank, fraction = int(rng.integers(RANKS)), float(rng.choice([0.6, 0.7, 0.8]))
-        return Plan(name, seed, setup, {"kind": name, "rank": rank},
-                    {"fraction": fraction, "period": STORM_PERIOD, "bucket_bytes": BIG_BUCKET})
+        return Plan(name=name, seed=seed, setup=setup, truth={"kind": name, "rank": rank},
+                    knobs={"fraction": fraction, "period": STORM_PERIOD, "bucket_bytes": BIG_BUCKET})
     cap = int(rng.choice([1, 1_000, 4_000]))
-    return Plan(name, seed, _setup("allreduce"), {"kind": name}, {"bucket_bytes": cap})
+    return Plan(name=name, seed=seed, setup=_setup("allreduce"), truth={"kind": name}, knobs={"bucket_bytes": cap})
 
 
 def scenario(name: str, seed=0, timeout: float = 120.0) -> Outcome:

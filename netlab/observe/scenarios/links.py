@@ -37,8 +37,8 @@ def slow_nic(base: Network, rank: int, fraction: float, ranks: int) -> LinkMap:
     """Every message to or from `rank` at `fraction` of the NIC's bandwidth (same latency)."""
     slow = Link(base.nic.bandwidth * fraction, base.nic.latency, "slow NIC")
     pairs = [(rank, r) for r in range(ranks) if r != rank] + [(r, rank) for r in range(ranks) if r != rank]
-    return LinkMap(base.nic, base.ranks_per_host, base.intra, base.gamma, base.congestion,
-                   tuple((a, b, slow) for a, b in pairs))
+    return LinkMap(nic=base.nic, ranks_per_host=base.ranks_per_host, intra=base.intra, gamma=base.gamma,
+                   congestion=base.congestion, overrides=tuple((a, b, slow) for a, b in pairs))
 
 
 def ring_crossings(leaf: list[int]) -> dict[tuple[int, int], int]:
@@ -64,4 +64,5 @@ def spine(base: Network, leaf: list[int], ratio: float) -> LinkMap:
             uplink = min(hosts[la], hosts[lb]) * base.nic.bandwidth / ratio
             share = uplink / max(1, cross.get((la, lb), 1))
             overrides.append((a, b, Link(min(base.nic.bandwidth, share), base.nic.latency, "spine")))
-    return LinkMap(base.nic, base.ranks_per_host, base.intra, base.gamma, base.congestion, tuple(overrides))
+    return LinkMap(nic=base.nic, ranks_per_host=base.ranks_per_host, intra=base.intra, gamma=base.gamma,
+                   congestion=base.congestion, overrides=tuple(overrides))
