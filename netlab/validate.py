@@ -73,6 +73,21 @@ def choice(value, name: str, options) -> str:
     return value
 
 
+def flag(value, name: str) -> bool:
+    """True or False (a bool: 1, 0, "yes" and None are refused, so a typo does not pass as a setting)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}: must be True or False, got {value!r}")
+    return value
+
+
+def instance(value, name: str, cls, what: str):
+    """An instance of `cls` (a class or a tuple of classes); `what` names it in the message,
+    e.g. "a netlab.fabric.storm.Storm"."""
+    if not isinstance(value, cls):
+        raise ValueError(f"{name}: must be {what}, got {value!r}")
+    return value
+
+
 def size(text, name: str = "size", allow_zero: bool = False) -> int:
     """Bytes from '4MiB', '1K', '2MB' or a number (``units.parse_bytes``)."""
     from .units import parse_bytes
