@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
 
+from .. import validate
 from ..units import parse_bytes, parse_time
 
 
@@ -69,45 +70,39 @@ class Congestion:
 
     def __post_init__(self):
         from .transport import TRANSPORTS
-        if self.transport not in TRANSPORTS:
-            raise ValueError(f"transport: must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
+        validate.choice(self.transport, "transport", TRANSPORTS)
         if self.buffer is not None:
             object.__setattr__(self, "buffer", parse_bytes(self.buffer, "buffer"))
             if self.buffer < 1500 and self.pfc is None:
                 raise ValueError(f"buffer: must hold at least one 1500-byte packet, got {self.buffer!r}")
         object.__setattr__(self, "rto_min", parse_time(self.rto_min, "rto_min"))
-        if not self.rto_min > 0:
-            raise ValueError(f"rto_min: must be greater than zero, got {self.rto_min!r}")
-        if self.window is not None and not self.window >= 1500:
-            raise ValueError(f"window: must be at least one 1500-byte packet, got {self.window!r}")
-        from .. import validate
+        validate.positive(self.rto_min, "rto_min")
+        if self.window is not None:
+            validate.number(self.window, "window", 1500)       # at least one 1500-byte packet
         object.__setattr__(self, "background", validate.number(self.background, "background", 0, 0.95))
         validate.whole(self.background_to, "background_to", 0, None, int_only=True)
         validate.whole(self.background_size, "background_size", 1, 1 << 30, int_only=True)
         validate.seed(self.seed)
         if self.storm is not None:
             from .storm import Storm
-            if not isinstance(self.storm, Storm):
-                raise ValueError(f"storm: must be a netlab.fabric.storm.Storm, got {self.storm!r}")
+            validate.instance(self.storm, "storm", Storm, "a netlab.fabric.storm.Storm")
             if self.pfc is None:
                 raise ValueError("storm: a PFC pause storm needs pfc= (lossless priorities to pause)")
         self._check_ethernet()
 
     def _check_ethernet(self) -> None:
         """Chapter 9's options (``check_options`` says what is refused and why)."""
-        from .. import validate
         from .failure import Failure
-        if not isinstance(self.trim, bool):
-            raise ValueError(f"trim: True or False, got {self.trim!r}")
+        validate.flag(self.trim, "trim")
         check_options(self.transport, self.trim, self.pfc, self.multipath, buffer=self.buffer, failure=self.failure,
                       planes=self.planes, credit_rate=self.credit_rate)
         validate.choice(self.placement, "placement", ("ordered", "shuffled"))
-        if self.failure is not None and not isinstance(self.failure, Failure):
-            raise ValueError(f"failure: must be a netlab.fabric.failure.Failure, got {self.failure!r}")
+        if self.failure is not None:
+            validate.instance(self.failure, "failure", Failure, "a netlab.fabric.failure.Failure")
         if self.topology is not None:
             from ..net.topology import Topology
-            if not isinstance(self.topology, (str, Topology)):
-                raise ValueError(f"topology: 'star', 'spineleaf:L:S:R', 'fattree:K' or a Topology, got {self.topology!r}")
+            validate.instance(self.topology, "topology", (str, Topology),
+                              "'star', 'spineleaf:L:S:R', 'fattree:K' or a Topology")
             if isinstance(self.topology, str) and self.topology.split(":")[0].replace("-", "").replace("_", "") \
                     .lower() not in ("star", "spineleaf", "fattree"):
                 raise ValueError(f"topology: the packet fabric takes star, spineleaf:L:S:R or fattree:K, "
@@ -166,7 +161,6 @@ class Congestion:
 def check_options(transport: str, trim: bool, pfc, multipath: str, *, buffer, failure=None, planes: int = 1,
                   credit_rate=None) -> None:
     """The combinations chapter 9's fabric (``ethernet.py``) refuses, each with one line naming the parameter."""
-    from .. import validate
     from . import multipath as mp
     from . import transport as tp
     validate.choice(transport, "transport", tuple(tp.TRANSPORTS))
@@ -185,7 +179,4 @@ def check_options(transport: str, trim: bool, pfc, multipath: str, *, buffer, fa
     if credit_rate is not None:
         if transport != "rccc":
             raise ValueError(f"credit-rate: receiver credits are RCCC's (transport rccc), not {transport}'s")
-        if not (isinstance(credit_rate, (int, float)) and not isinstance(credit_rate, bool) and credit_rate > 0):
-            raise ValueError(f"credit-rate: receiver credits need a receiver rate, a fraction of its link greater "
-                             f"than zero and at most 1, got {credit_rate!r}")
-        validate.number(credit_rate, "credit-rate", 1e-3, 1.0)
+        validate.number(credit_rate, "credit-rate", 1e-3, 1.0)     # a fraction of the receiver's link

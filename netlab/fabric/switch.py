@@ -32,9 +32,10 @@ ECN, PFC).
 """
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
+
+from .. import validate
 
 MTU = 1500  # bytes; one packet on the wire (headers are not modelled: payload = packet)
 NIC_QUEUE = 2 * MTU  # bytes a sender may keep queued in its NIC (Linux's TCP small queues)
@@ -48,12 +49,10 @@ class ECN:
     pmax: float = 1.0
 
     def __post_init__(self):
-        if not (self.kmin >= 0 and math.isfinite(self.kmin)):
-            raise ValueError(f"ecn-kmin: must be zero or more bytes, got {self.kmin!r}")
+        validate.number(self.kmin, "ecn-kmin", 0)
         if not self.kmax >= self.kmin:
             raise ValueError(f"ecn-kmin: must not exceed ecn-kmax ({self.kmax!r} bytes), got {self.kmin!r}")
-        if not 0 < self.pmax <= 1:
-            raise ValueError(f"ecn-pmax: must be in (0, 1], got {self.pmax!r}")
+        validate.fraction(self.pmax, "ecn-pmax")
 
     @classmethod
     def dctcp(cls, k: float) -> "ECN":
@@ -107,14 +106,13 @@ class PFC:
     response: float | None = None     # s the upstream keeps sending after PAUSE; default pause_response(rate)
 
     def __post_init__(self):
-        if not (self.xoff > 0 and math.isfinite(self.xoff)):
-            raise ValueError(f"xoff: must be greater than zero bytes, got {self.xoff!r}")
-        if self.xon is not None and not 0 <= self.xon <= self.xoff:
-            raise ValueError(f"xon: must be between 0 and xoff ({self.xoff:g} bytes), got {self.xon!r}")
-        if self.headroom is not None and self.headroom < 0:
-            raise ValueError(f"pfc-headroom: must be zero or more bytes, got {self.headroom!r}")
-        if self.response is not None and not (self.response >= 0 and math.isfinite(self.response)):
-            raise ValueError(f"pfc-response: must be zero or more seconds, got {self.response!r}")
+        validate.positive(self.xoff, "xoff")
+        if self.xon is not None:
+            validate.number(self.xon, "xon", 0, self.xoff)
+        if self.headroom is not None:
+            validate.number(self.headroom, "pfc-headroom", 0)
+        if self.response is not None:
+            validate.number(self.response, "pfc-response", 0)
 
     @property
     def resume(self) -> float:
@@ -144,8 +142,8 @@ class Switch:
     """A switch: its ports' shared buffer (optional) and the PFC ingress counters."""
 
     def __init__(self, name: str, pfc: PFC | None = None, shared_buffer: float | None = None, alpha: float = 1.0):
-        if shared_buffer is not None and shared_buffer <= 0:
-            raise ValueError(f"buffer: must be greater than zero bytes, got {shared_buffer!r}")
+        if shared_buffer is not None:
+            validate.positive(shared_buffer, "buffer")
         self.name, self.pfc, self.shared, self.alpha = name, pfc, shared_buffer, alpha
         self.used = 0.0        # bytes in the shared buffer
         self.held = {}         # (upstream Port, priority) -> bytes buffered here that came through it
@@ -176,12 +174,10 @@ class Port:
 
     def __init__(self, fabric, name: str, rate: float, delay: float, *, buffer: float | None = None,
                  ecn: ECN | None = None, switch: Switch | None = None):
-        if rate <= 0:
-            raise ValueError(f"bandwidth: must be greater than zero, got {rate!r}")
-        if delay < 0:
-            raise ValueError(f"delay: must be zero or more seconds, got {delay!r}")
-        if buffer is not None and buffer < 0:
-            raise ValueError(f"buffer: must be zero or more bytes, got {buffer!r}")
+        validate.positive(rate, "bandwidth")
+        validate.number(delay, "delay", 0)
+        if buffer is not None:
+            validate.number(buffer, "buffer", 0)
         self.fabric, self.name, self.rate, self.delay = fabric, name, rate, delay   # bytes/s, s
         self.buffer, self.ecn, self.switch = buffer, ecn, switch
         self.queues = {}                     # priority -> deque of Packets
@@ -333,9 +329,7 @@ class TokenBucketPort(Port):
 
     def __init__(self, *args, burst: float, **kw):
         super().__init__(*args, **kw)
-        if not burst >= MTU:
-            raise ValueError(f"burst: must hold at least one {MTU}-byte packet, got {burst!r}")
-        self.burst = self.tokens = float(burst)
+        self.burst = self.tokens = validate.number(burst, "burst", MTU)   # at least one packet
         self.filled_at = 0.0
 
     def tx_time(self, pkt: Packet) -> float:
