@@ -38,6 +38,7 @@ import itertools
 import math
 import random
 
+from .. import validate
 from .rdma import DCQCN_PARAMS
 from .switch import MTU, Packet, Port, Switch
 
@@ -47,8 +48,7 @@ class Flow:
 
     def __init__(self, fabric, name: str, path: list, size: int, *, start: float = 0.0, mss: int = MTU,
                  prio: int = 0, on_done=None):
-        if size <= 0:
-            raise ValueError(f"block: must be greater than zero bytes, got {size!r}")
+        validate.positive(size, "block")
         self.fabric, self.name, self.path, self.size, self.start = fabric, name, path, size, start
         self.mss, self.prio, self.on_done = mss, prio, on_done
         self.npkts = -(-size // mss)

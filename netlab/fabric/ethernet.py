@@ -65,8 +65,7 @@ def topology(spec, hosts: int, bandwidth: float = GBIT, latency: float = LATENCY
     """A Topology from 'star', 'spineleaf:LEAVES:SPINES:RATIO' or 'fattree:K' (or a Topology, as is)."""
     if isinstance(spec, Topology):
         return spec
-    if not isinstance(spec, str):
-        raise ValueError(f"topology: 'star', 'spineleaf:L:S:R', 'fattree:K' or a netlab Topology, got {spec!r}")
+    validate.instance(spec, "topology", str, "'star', 'spineleaf:L:S:R', 'fattree:K' or a netlab Topology")
     kind = spec.split(":")[0].replace("-", "").replace("_", "").lower()
     if kind not in ("star", "spineleaf", "fattree"):
         raise ValueError(f"topology: the packet fabric takes star, spineleaf:L:S:R or fattree:K, got {spec!r}")
@@ -129,10 +128,8 @@ def _marking(switch: Congestion, bandwidth: float):
 
 def _check(switch: Congestion, nic: Link, block) -> None:
     """One clear error naming the parameter (``validate``), before anything runs; the switch checked its own."""
-    if not isinstance(switch, Congestion):
-        raise ValueError(f"switch: must be a netlab.fabric.Congestion, got {switch!r}")
-    if not isinstance(nic, Link):
-        raise ValueError(f"nic: must be a netlab Link (bandwidth, latency), got {nic!r}")
+    validate.instance(switch, "switch", Congestion, "a netlab.fabric.Congestion")
+    validate.instance(nic, "nic", Link, "a netlab Link (bandwidth, latency)")
     validate.positive(nic.bandwidth, "bandwidth")
     validate.positive(switch.rto_min, "rto-min")
     validate.whole(block, "block", 1, 1 << 30)

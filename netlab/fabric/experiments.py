@@ -142,14 +142,13 @@ class Incast:
 
     def __post_init__(self):
         sw = self.switch
-        if not isinstance(sw, Congestion):
-            raise ValueError(f"switch: must be a netlab.fabric.Congestion, got {sw!r}")
+        validate.instance(sw, "switch", Congestion, "a netlab.fabric.Congestion")
         if sw.switched or sw.storm is not None:
             raise ValueError("switch: an incast runs on chapter 6's one switch (no topology, planes, trimming "
                              "or pause storm)")
         check_settings(self.senders, self.block, self.bandwidth, sw, rounds=self.rounds, link_delay=self.link_delay)
-        if self.delayed_ack is not None and not self.delayed_ack > 0:
-            raise ValueError(f"delayed_ack: must be greater than zero seconds, got {self.delayed_ack!r}")
+        if self.delayed_ack is not None:
+            validate.positive(self.delayed_ack, "delayed_ack")
         if self.delayed_ack is not None and tp.TRANSPORTS[sw.transport].rate_based:
             raise ValueError(f"delayed_ack: for window-based transports only, not {sw.transport!r}")
 
@@ -289,8 +288,7 @@ class Victim:
     xoff: float | None = None
 
     def __post_init__(self):
-        if not isinstance(self.switch, Congestion):
-            raise ValueError(f"switch: must be a netlab.fabric.Congestion, got {self.switch!r}")
+        validate.instance(self.switch, "switch", Congestion, "a netlab.fabric.Congestion")
         if self.switch.pfc is not None:
             raise ValueError("switch: victim sets PFC itself (its pfc and the config's xoff); give a switch without pfc")
         check_settings(self.incast_senders, 1, self.bandwidth, self.switch, link_delay=self.link_delay)
@@ -371,8 +369,7 @@ def jitter(transports=("reno", "dctcp", "dcqcn"), *, config: Incast = JITTER, pf
     ``event_limit``: each transport's run stops there; a run it stops is refused (``ValueError``
     naming rounds). ``progress``: as ``incast``'s, counting every transport's bytes one after another.
     """
-    if not isinstance(config, Incast):
-        raise ValueError(f"config: must be a netlab.fabric.Incast, got {config!r}")
+    validate.instance(config, "config", Incast, "a netlab.fabric.Incast")
     senders, block, rounds, bandwidth, buffer = config.senders, config.block, config.rounds, config.bandwidth, \
         config.switch.buffer
     out = {}

@@ -62,10 +62,8 @@ class FluidModel:
     def __post_init__(self):
         validate.positive(self.capacity, "capacity")
         validate.whole(self.packet, "packet", 1, int_only=True)
-        if not isinstance(self.red, ECN):
-            raise ValueError(f"red: must be a netlab.fabric.ECN, got {self.red!r}")
-        if not isinstance(self.params, DCQCNParams):
-            raise ValueError(f"params: must be a netlab.fabric.rdma.DCQCNParams, got {self.params!r}")
+        validate.instance(self.red, "red", ECN, "a netlab.fabric.ECN")
+        validate.instance(self.params, "params", DCQCNParams, "a netlab.fabric.rdma.DCQCNParams")
 
 
 def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, *, model: FluidModel = FluidModel(),

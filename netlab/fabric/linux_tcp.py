@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from .. import validate
 from .sender import RTO_MAX, RTO_MIN
 from .tcp import DCTCP, Cubic, Reno
 
@@ -39,9 +40,7 @@ class LinuxTCP(Reno):
     def __init__(self, flow, rto_min: float = RTO_MIN, initial_window: int = 10, max_window: float | None = None,
                  *, tick: float = 0.0):
         super().__init__(flow, rto_min, initial_window, max_window)
-        if not tick >= 0:
-            raise ValueError(f"tick: must be zero or more seconds, got {tick!r}")
-        self.tick = float(tick)
+        self.tick = validate.number(tick, "tick", 0)
         self.rack = (-math.inf, -1)          # (send time, seq) of the most recently sent packet delivered
         self.xmit_at = {}                    # packet -> when it was last sent
         self.loss_until = 0                  # after an RTO, no probe until this is acknowledged

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import random
 
+from .. import validate
 from .switch import NIC_QUEUE
 
 SCHEMES = ("ecmp", "spray", "reps")
@@ -232,10 +233,11 @@ class REPS(Chooser):
 
 
 def make(scheme: str, paths: list, fabric, seed: int = 0, *, ecmp_first: int = 0, key: int = 0, **options) -> Chooser:
+    validate.choice(scheme, "multipath", SCHEMES)
     if scheme == "ecmp":
         return ECMP(paths, fabric, seed, first=ecmp_first, key=key)
     if scheme == "spray":
         return Spray(paths, fabric, seed)
     if scheme == "reps":
         return REPS(paths, fabric, seed, **options)
-    raise ValueError(f"multipath: must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+    raise AssertionError(f"multipath: {scheme!r} is in SCHEMES but has no chooser")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from .. import validate
 from .switch import Packet
 
 RTO_MIN = 0.2          # s, Linux's TCP_RTO_MIN
@@ -23,8 +24,7 @@ class Sender:
     ect = False        # sends ECN-capable packets
 
     def __init__(self, flow, rto_min: float = RTO_MIN):
-        if not rto_min > 0:
-            raise ValueError(f"rto-min: must be greater than zero, got {rto_min!r}")
+        validate.positive(rto_min, "rto-min")
         self.flow, self.fabric = flow, flow.fabric
         self.rto_min = rto_min
         self.npkts = flow.npkts

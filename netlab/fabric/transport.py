@@ -7,6 +7,7 @@ RTO with RTOmin, go-back-N), ``tcp.py`` the window-based ones, ``rdma.py`` the r
 """
 from __future__ import annotations
 
+from .. import validate
 from .nscc import NSCC
 from .rccc import RCCC
 from .rdma import DCQCN, Ideal, Paced
@@ -41,12 +42,8 @@ def make(name: str, flow, rto_min: float = RTO_MIN, linux: bool = False, *, tick
     """A sender of transport ``name`` for ``flow``. ``linuxnet.linux``: the Linux kernel's profile of a TCP sender
     (``linux_tcp.LinuxTCP``: RACK, tail loss probes, the kernel's RTO), with its timers kept in ``tick``s
     (s, 1/HZ; 0: exact; without ``linuxnet.linux`` it has no effect). For reno, cubic and dctcp only."""
-    try:
-        cls = TRANSPORTS[name]
-    except KeyError:
-        raise ValueError(f"transport: must be one of {', '.join(TRANSPORTS)}, got {name!r}") from None
-    if not tick >= 0:
-        raise ValueError(f"tick: must be zero or more seconds, got {tick!r}")
+    cls = TRANSPORTS[validate.choice(name, "transport", TRANSPORTS)]
+    validate.number(tick, "tick", 0)
     if linux:
         if cls not in LINUX:
             raise ValueError(f"linux: the kernel's TCP profile is for {', '.join(c.__name__.lower() for c in LINUX)}, "
