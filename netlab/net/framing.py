@@ -57,8 +57,7 @@ class Framing:
             raise ValueError(f"mtu: RoCEv2 needs an MTU of at least {IB_MTUS[0] + HEADERS['rocev2']} bytes, "
                              f"got {self.mtu}")
         for name in ("layer1", "acks"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}: True or False, got {getattr(self, name)!r}")
+            validate.flag(getattr(self, name), name)
 
     @property
     def payload(self) -> int:
@@ -105,8 +104,7 @@ def parse(spec) -> Framing | None:
     """A Framing from None, a Framing, 'tcp' | 'rocev2' | 'uet', or 'tcp:9000' (stack:MTU)."""
     if spec is None or isinstance(spec, Framing):
         return spec
-    if not isinstance(spec, str):
-        raise ValueError(f"framing: one of {', '.join(STACKS)} (optionally ':MTU'), or a Framing, got {spec!r}")
+    validate.instance(spec, "framing", str, f"one of {', '.join(STACKS)} (optionally ':MTU'), or a Framing")
     stack, _, mtu = spec.partition(":")
     try:
         return Framing(stack, int(mtu)) if mtu else Framing(stack)

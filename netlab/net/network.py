@@ -19,6 +19,7 @@ import contextvars
 import sys
 from dataclasses import dataclass
 
+from .. import validate
 from ..units import fmt_bandwidth, fmt_time, parse_bandwidth, parse_time
 from .presets import LINKS
 
@@ -35,14 +36,11 @@ class Link:
     framing: object = None
 
     def __post_init__(self):
-        if not self.bandwidth > 0:
-            raise ValueError(f"bandwidth: must be greater than zero, got {self.bandwidth!r}")
-        if not self.latency >= 0:
-            raise ValueError(f"latency: must be zero or more, got {self.latency!r}")
+        validate.positive(self.bandwidth, "bandwidth")
+        validate.number(self.latency, "latency", 0)
         if self.framing is not None:
             from .framing import Framing
-            if not isinstance(self.framing, Framing):
-                raise ValueError(f"framing: a netlab.net.framing.Framing, got {self.framing!r}")
+            validate.instance(self.framing, "framing", Framing, "a netlab.net.framing.Framing")
 
     @classmethod
     def of(cls, bandwidth=None, latency=None, preset: str | None = None,
@@ -51,8 +49,7 @@ class Link:
         `names`: what errors call the two values (e.g. intra_bandwidth, intra_latency)."""
         name = ""
         if preset is not None:
-            if preset not in LINKS:
-                raise ValueError(f"preset: unknown link preset {preset!r}; choose one of {', '.join(LINKS)}")
+            validate.choice(preset, "preset", LINKS)
             bw, lat, _ = LINKS[preset]
             bandwidth = bw if bandwidth is None else bandwidth
             latency = lat if latency is None else latency
@@ -95,12 +92,10 @@ class Network:
     congestion: object = None
 
     def __post_init__(self):
-        if not isinstance(self.ranks_per_host, int) or self.ranks_per_host < 1:
-            raise ValueError(f"ranks_per_host: must be a whole number >= 1, got {self.ranks_per_host!r}")
+        validate.whole(self.ranks_per_host, "ranks_per_host", 1, int_only=True)
         if self.ranks_per_host > 1 and self.intra is None:
             raise ValueError("intra: an intra-host link is required when ranks_per_host > 1")
-        if not self.gamma >= 0:
-            raise ValueError(f"gamma: must be zero or more, got {self.gamma!r}")
+        validate.number(self.gamma, "gamma", 0)
         if self.congestion is not None:
             if _is_instance(self.congestion, "netlab.cosim.flows", "FlowFabric"):   # chapter 5's topologies, flow by flow
                 self.congestion.check(self)
@@ -191,7 +186,7 @@ def network(bandwidth=None, latency=None, preset: str | None = None, *, ranks_pe
         intra = intra_link(preset=intra)
     elif intra is None and ranks_per_host > 1:
         intra = intra_link()
-    elif intra is not None and not isinstance(intra, Link):
-        raise ValueError(f"intra: a link preset name (e.g. 'NVLink3') or a netlab Link, got {intra!r}")
+    elif intra is not None:
+        validate.instance(intra, "intra", Link, "a link preset name (e.g. 'NVLink3') or a netlab Link")
     return Network(nic=nic, ranks_per_host=ranks_per_host, intra=intra, gamma=gamma,
                    congestion=congestion if congestion is not None else _congestion.get())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import validate
 # name: (bandwidth per direction, alpha, source)
 LINKS: dict[str, tuple[str, str, str]] = {
     "1GbE": ("1Gbit/s", "50us", "IEEE 802.3ab 1000BASE-T; alpha: kernel TCP one-way, typical"),
@@ -51,10 +52,8 @@ class Device:
     efficiency: float = 0.5   # model FLOPs utilisation; 0.4-0.55 is what large trainings report
 
     def __post_init__(self):
-        if not self.peak_flops > 0:
-            raise ValueError(f"peak_flops: must be greater than zero, got {self.peak_flops!r}")
-        if not 0 < self.efficiency <= 1:
-            raise ValueError(f"efficiency: must be in (0, 1], got {self.efficiency!r}")
+        validate.positive(self.peak_flops, "peak_flops")
+        validate.fraction(self.efficiency, "efficiency")
 
     def seconds(self, flops: float) -> float:
         return flops / (self.peak_flops * self.efficiency)
@@ -62,6 +61,5 @@ class Device:
 
 def device(name: str, efficiency: float = 0.5) -> Device:
     """A named device preset, e.g. device('A100-bf16', efficiency=0.4)."""
-    if name not in DEVICES:
-        raise ValueError(f"device: unknown preset {name!r}; choose one of {', '.join(DEVICES)}")
+    validate.choice(name, "device", DEVICES)
     return Device(name, DEVICES[name][0], efficiency)

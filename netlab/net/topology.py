@@ -140,10 +140,8 @@ class Topology:
                     or slots.min() < 0 or slots.max() >= self.size):
                 raise ValueError(f"placement: expected {ranks} distinct slots from 0 to {self.size - 1}")
             return slots.astype(np.int64)
-        if kind == "ordered":
+        if validate.choice(kind, "placement", ("ordered", "shuffled")) == "ordered":
             return np.arange(ranks, dtype=np.int64)
-        if kind != "shuffled":
-            raise ValueError(f"placement: must be 'ordered' or 'shuffled', got {kind!r}")
         g = self.accelerators_per_host
         hosts = np.random.default_rng(seed).permutation(self.size // g)
         slots = (hosts[:, None] * g + np.arange(g)[None, :]).reshape(-1)
