@@ -199,8 +199,8 @@ class TestbedOptions:
     nic_rate: float | str | None = "link"
 
     def __post_init__(self):
-        if self.rto_min is not None and not 0 < self.rto_min <= 1.0:
-            raise ValueError(f"rto_min: must be in (0, 1] s, got {self.rto_min!r}")
+        if self.rto_min is not None:
+            validate.positive(self.rto_min, "rto_min", 1.0)        # seconds
         if self.ecn and ecn_marker() is None:
             raise ValueError("ecn: this kernel has no ECN-marking qdisc and the `iptables` program is not installed")
         nic = self.nic_rate
@@ -217,10 +217,8 @@ class Testbed:
         nic_rate)."""
         if not 1 <= int(senders) <= MAX_SENDERS:
             raise ValueError(f"senders: must be 1 to {MAX_SENDERS}, got {senders!r}")
-        if not bandwidth > 0:
-            raise ValueError(f"bandwidth: must be greater than zero, got {bandwidth!r}")
-        if not buffer >= 1514:
-            raise ValueError(f"buffer: must hold at least one 1514-byte frame, got {buffer!r}")
+        validate.positive(bandwidth, "bandwidth")
+        validate.number(buffer, "buffer", 1514)                 # at least one 1514-byte frame
         if cc not in available_cc():
             raise ValueError(f"cc: {cc!r} is not in this kernel (it has {' '.join(available_cc())})")
         opts = validate.config(TestbedOptions, options, settings)
@@ -322,16 +320,15 @@ class Testbed:
 
     def set_buffer(self, buffer: int) -> None:
         """Change the port's queue (bytes) in place; open connections keep running."""
-        if not buffer >= 1514:
-            raise ValueError(f"buffer: must hold at least one 1514-byte frame, got {buffer!r}")
+        validate.number(buffer, "buffer", 1514)                 # at least one 1514-byte frame
         self.buffer = int(buffer)
         self._shape("change")
 
     def set_rto_min(self, rto_min: float | None) -> None:
         """Set every host's route: congctl and rto_min (None: Linux's 200 ms). Open connections
         pick the new route up at their next route check (the change bumps the routing generation)."""
-        if rto_min is not None and not 0 < rto_min <= 1.0:
-            raise ValueError(f"rto_min: must be in (0, 1] s, got {rto_min!r}")
+        if rto_min is not None:
+            validate.positive(rto_min, "rto_min", 1.0)             # seconds
         self.rto_min = rto_min
         opts = f"congctl {self.cc}" + (f" rto_min {rto_min * 1e3:g}ms" if rto_min else "")
         for ns, addr in zip(self.hosts, [self.receiver_addr] + self.sender_addr):

@@ -20,6 +20,7 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
+from .. import validate
 from ..net.network import Network
 from ..net.presets import Device
 from .clock import PACK_BYTES, clock_for, nbytes_of  # noqa: F401  (PACK_BYTES: read by tests and benchmarks)
@@ -222,9 +223,7 @@ class Comm:
         if seconds is not None and flops is not None:
             raise ValueError("compute: give seconds or flops, not both")
         if seconds is not None:
-            if not seconds >= 0:
-                raise ValueError(f"seconds: must be zero or more, got {seconds!r}")
-            return float(seconds)
+            return validate.number(seconds, "seconds", 0)
         if flops is not None:
             if self.device is None:
                 raise ValueError("flops: no device is set to turn FLOPs into time (pass device=...)")

@@ -45,6 +45,7 @@ import time
 
 import cloudpickle
 
+from .. import validate
 from ..net.network import Network
 from ..net.presets import Device
 from . import death, rundir, worker
@@ -60,11 +61,7 @@ DEFAULT_TIMEOUT = 60.0
 
 
 def check_ranks(ranks) -> int:
-    if isinstance(ranks, bool) or not isinstance(ranks, int):
-        raise ValueError(f"ranks: must be a whole number from 1 to {MAX_RANKS}, got {ranks!r}")
-    if not 1 <= ranks <= MAX_RANKS:
-        raise ValueError(f"ranks: must be from 1 to {MAX_RANKS}, got {ranks}")
-    return ranks
+    return validate.whole(ranks, "ranks", 1, MAX_RANKS, int_only=True)
 
 
 # One run at a time on the pool. A widget callback may run on another kernel thread (JupyterLab's
@@ -234,8 +231,7 @@ class Cluster:
         n = self.world_size if ranks is None else check_ranks(ranks)
         if n > self.world_size:
             raise ValueError(f"ranks: this pool has {self.world_size} ranks, {n} were asked for")
-        if not timeout > 0:
-            raise ValueError(f"timeout: must be greater than zero, got {timeout!r}")
+        validate.positive(timeout, "timeout")
         with _turn(timeout):
             self._check_alive()                         # another thread's run may have ended this pool
             if network is None or network.congestion is None:

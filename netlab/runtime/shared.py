@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 
+from .. import validate
 from .memory import anon_share_bytes, trim_heap
 from . import cooperate, death
 from .pool import DEFAULT_TIMEOUT, Cluster, _live, _turn, check_ranks
@@ -109,9 +110,8 @@ _armed = 0            # which arming the live timer belongs to (a timer from an 
 def set_idle_timeout(seconds: float | None) -> None:
     """Give the shared pool's ranks back after `seconds` without a run (None or 0: never)."""
     global IDLE_S
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                                or seconds != seconds or seconds < 0):
-        raise ValueError(f"seconds: a number of seconds >= 0, or None, got {seconds!r}")
+    if seconds is not None:
+        validate.number(seconds, "seconds", 0)
     with _idle_lock:
         IDLE_S = float(seconds) if seconds else None
         _arm_idle_release()
