@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+from netlab import validate
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
@@ -34,8 +35,7 @@ def _arrays():
 
 def size(split: str = "train", test_fraction: float = 0.2) -> int:
     """How many examples ``load(split, test_fraction)`` returns (without building tensors: no torch needed)."""
-    if split not in ("train", "test", "all"):
-        raise ValueError(f"split: must be 'train', 'test' or 'all', got {split!r}")
+    validate.choice(split, "split", ("train", "test", "all"))
     n = len(_arrays()[1])
     n_test = int(round(n * test_fraction))
     return {"all": n, "test": n_test, "train": n - n_test}[split]
@@ -46,8 +46,7 @@ def load(split: str = "train", test_fraction: float = 0.2, seed: int = 0) -> tup
 
     The split is a fixed shuffle (same `seed` -> same split on every rank and every machine).
     """
-    if split not in ("train", "test", "all"):
-        raise ValueError(f"split: must be 'train', 'test' or 'all', got {split!r}")
+    validate.choice(split, "split", ("train", "test", "all"))
     x, y = _arrays()
     order = np.random.default_rng(seed).permutation(len(y))
     n_test = int(round(len(y) * test_fraction))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+from netlab import validate
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
@@ -35,8 +36,7 @@ VARIANTS = 9         # an assignment's per-student variant, per chapter
 
 def sequence(seed: int, stream: int, *keys: int) -> np.random.SeedSequence:
     for name, value in (("seed", seed), ("stream", stream), *((f"key {i}", k) for i, k in enumerate(keys))):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{name}: must be a whole number >= 0, got {value!r}")
+        validate.whole(value, name, 0, int_only=True)
     return np.random.SeedSequence([int(seed), int(stream), *map(int, keys)])
 
 

@@ -101,7 +101,7 @@ def test_unknown_names_and_bad_roots_are_clear_errors():
         C.schedule("alltoall_v2", "ring", 4, 10)
     with pytest.raises(ValueError, match="^ranks_per_host:"):
         list(C.schedule("allreduce", "hierarchical", 6, 10, ranks_per_host=4))
-    with pytest.raises(netlab.RankError, match="root: must be a rank from 0 to 2"):
+    with pytest.raises(netlab.RankError, match="root: must be a whole number from 0 to 2"):
         netlab.run(lambda comm: C.broadcast(comm, torch.zeros(3), root=5), ranks=3)
 
 

@@ -17,6 +17,7 @@ from functools import partial
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
+from .. import validate
 from . import alltoall, hierarchical, naive, recursive, ring, tree
 from .schedule import Step, chunk_bounds, execute, rank_plan
 
@@ -50,9 +51,7 @@ ALIASES = {"rd": "recursive_doubling", "hd": "halving_doubling", "rabenseifner":
 def resolve_collective(collective: str) -> str:
     """The canonical name of a collective ('all_reduce' -> 'allreduce'), or one clear error."""
     collective = ALIASES.get(collective, collective)
-    if collective not in ALGORITHMS:
-        raise ValueError(f"collective: unknown {collective!r}; choose one of {', '.join(ALGORITHMS)}")
-    return collective
+    return validate.choice(collective, "collective", ALGORITHMS)
 
 
 def resolve(collective: str, algo: str) -> tuple[str, str]:
@@ -83,8 +82,7 @@ def _run(comm, collective, algo, flat, count, dtype, **options):
     if options.get("ranks_per_host") is None and comm.network is not None:
         options["ranks_per_host"] = comm.network.ranks_per_host      # hosts as the network defines them
     root = options.get("root", 0)
-    if not isinstance(root, int) or not 0 <= root < comm.world_size:
-        raise ValueError(f"root: must be a rank from 0 to {comm.world_size - 1}, got {root!r}")
+    validate.whole(root, "root", 0, comm.world_size - 1, int_only=True)       # a rank
     if comm.world_size > 1:
         plan = _plan(collective, algo, p=comm.world_size, count=count, rank=comm.rank,
                      options=tuple(sorted(options.items())))
@@ -112,8 +110,7 @@ def allreduce(comm, tensor, algo: str = "ring", op: str = "sum", *, count: int |
 
     ``tensor=None, count=n`` runs size-only (virtual time only, no payload), for timing sweeps.
     """
-    if op not in ("sum", "avg"):
-        raise ValueError(f"op: must be 'sum' or 'avg', got {op!r}")
+    validate.choice(op, "op", ("sum", "avg"))
     _run(comm, "allreduce", algo=algo, flat=_flat(tensor), count=count, dtype=dtype, ranks_per_host=ranks_per_host)
     if op == "avg" and tensor is not None:
         tensor /= comm.world_size

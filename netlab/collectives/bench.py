@@ -123,10 +123,8 @@ def check_bench(collective: str, algo: str, ranks: int, sizes, *, network: Netwo
         collective = collectives.resolve_collective(collective)
     else:
         collective, algo = collectives.resolve(collective, algo)
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype: unknown {dtype!r}; choose one of {', '.join(DTYPES)}")
-    if not isinstance(timing, Timing):
-        raise ValueError(f"timing: must be a netlab.collectives.bench.Timing, got {timing!r}")
+    validate.choice(dtype, "dtype", DTYPES)
+    validate.instance(timing, "timing", Timing, "a netlab.collectives.bench.Timing")
     pool.check_ranks(ranks)
     if not sizes:
         raise ValueError("sizes: no size given")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from netlab import validate
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 F = lazy("torch.nn.functional", globals())
@@ -44,9 +45,7 @@ def ddp_caps(bucket_cap_mb: float | None = None) -> tuple[int, int]:
 
 
 def check_bucket_bytes(bucket_bytes, name: str = "bucket") -> int:
-    if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, (int, float)) or not bucket_bytes >= 1:
-        raise ValueError(f"{name}: bucket capacity must be at least 1 byte, got {bucket_bytes!r}")
-    return int(bucket_bytes)
+    return int(validate.number(bucket_bytes, name, 1))      # bytes: a bucket holds at least one
 
 
 def assign_buckets(nbytes: list[int], bucket_bytes: int, first_bucket_bytes: int | None = None,

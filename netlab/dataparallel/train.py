@@ -167,13 +167,11 @@ ADAM_FLOPS = 13          # per element: torch's Adam update (two moments, square
 
 def make_optimizer(model, *, optimizer: str = "sgd", lr: float = 0.1, momentum: float = 0.0) -> torch.optim.Optimizer:
     """``torch.optim.SGD`` (heavy-ball momentum when `momentum` > 0) or ``torch.optim.Adam`` on `model`."""
-    if optimizer == "sgd":
+    if validate.choice(optimizer, "optimizer", OPTIMIZERS) == "sgd":
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    if optimizer == "adam":
-        if momentum:
-            raise ValueError(f"momentum: Adam keeps its own moments, got momentum={momentum!r}")
-        return torch.optim.Adam(model.parameters(), lr=lr)
-    raise ValueError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    if momentum:                                   # "adam"
+        raise ValueError(f"momentum: Adam keeps its own moments, got momentum={momentum!r}")
+    return torch.optim.Adam(model.parameters(), lr=lr)
 
 
 def optimizer_flops(opt: torch.optim.Optimizer) -> int:
