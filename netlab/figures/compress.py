@@ -12,6 +12,7 @@ import re
 
 from matplotlib.lines import Line2D
 
+from .. import validate
 from ..compress.pays import bandwidth_label, crossover
 from .common import figure_or_new, label_lines, log_grid, margins, method_style
 
@@ -139,8 +140,7 @@ def method_grid(rows, baseline, *, fig=None, x: str = "step", columns: int = 4):
 
     x: "step" (against steps) or "time" (against virtual time, ms).
     """
-    if x not in ("step", "time"):
-        raise ValueError(f"x: must be 'step' or 'time', got {x!r}")
+    validate.choice(x, "x", ("step", "time"))
     rows = [r for r in rows if r["method"] != "none"]
     n_rows = max(1, -(-len(rows) // columns))
     fig = figure_or_new(fig, (3 * columns, 2.3 * n_rows))

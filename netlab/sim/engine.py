@@ -143,9 +143,7 @@ class Simulator:
         self.ranks = topology.size if ranks is None else ranks
         self.placement = placement if isinstance(placement, str) else "custom"
         self.nodes = topology.endpoints[topology.placement(self.ranks, placement, seed)]   # (ranks,) node ids
-        if not gamma >= 0:
-            raise ValueError(f"gamma: must be zero or more, got {gamma!r}")
-        self.gamma = float(gamma)
+        self.gamma = validate.number(gamma, "gamma", 0)
         validate.choice(routing, "routing", MODES)
         self._signatures: dict[tuple[bytes, bytes], _Signature] = {}
 

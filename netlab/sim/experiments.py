@@ -20,6 +20,7 @@ import functools
 
 import numpy as np
 
+from .. import validate
 from ..collectives import cost
 from ..net import fabrics
 from ..net.topology import Host
@@ -160,6 +161,7 @@ def panel_fabric(*, fabric: str, k: int, ratio: float, gpus: int, nics: str, ran
     `nics`: "rail" (one NIC per GPU, rail-optimized), "tor" (one per GPU, same ToR) or "single" (one
     per server); `ratio` is a spine-leaf's oversubscription, `k` a fat-tree's radix.
     """
+    validate.choice(fabric, "fabric", ("fat-tree", "spine-leaf"))
     host = Host(gpus, nics=1 if nics == "single" else gpus, rail=nics == "rail", intra=intra)
     if ranks % gpus:
         raise ValueError(f"ranks: {ranks} ranks do not fill servers of {gpus} GPUs")
@@ -169,6 +171,4 @@ def panel_fabric(*, fabric: str, k: int, ratio: float, gpus: int, nics: str, ran
         if ranks > most:
             raise ValueError(f"ranks: a k={k} fat-tree holds {most} GPUs with this server design; raise k")
         return fabrics.fat_tree(k, nic, host, hosts=hosts)
-    if fabric == "spine-leaf":
-        return fabrics.parse(f"spineleaf:8:4:{ratio:g}", ranks, nic, host)
-    raise ValueError(f"fabric: must be 'fat-tree' or 'spine-leaf', got {fabric!r}")
+    return fabrics.parse(f"spineleaf:8:4:{ratio:g}", ranks, nic, host)          # "spine-leaf"
