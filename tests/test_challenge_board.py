@@ -52,7 +52,7 @@ def test_grade_names_its_challenge_flags(run_cli, tmp_path):
     code, _, err = run_cli("grade", tmp_path, "--leaderboard", tmp_path)
     assert code == 2 and "--leaderboard:" in err
     code, _, err = run_cli("grade", tmp_path, "--challenge", "allreduce-1g")
-    assert code == 2 and "challenge: unknown task" in err
+    assert code == 2 and "challenge: must be one of" in err
     code, _, err = run_cli("grade", tmp_path, "--challenge", "allreduce-4k")
     assert code == 2 and "SUBMISSIONS: no entries" in err
     code, out, _ = run_cli("challenge")

@@ -16,6 +16,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 
+from .. import validate
 from . import BY_CHAPTER, EXERCISES
 from .sandbox import run_answer
 from .source import find_answer
@@ -66,8 +67,7 @@ def grade_all(submissions: str, seed: int | None = None, chapters=None, time_lim
               *, progress=None) -> list[Grade]:
     chapters = list(chapters or [e.chapter for e in EXERCISES])
     for c in chapters:
-        if c not in BY_CHAPTER:
-            raise ValueError(f"--exercises: one of {', '.join(BY_CHAPTER)}, got {c!r}")
+        validate.choice(c, "--exercises", BY_CHAPTER)
     grades = []
     for student in students(submissions):
         for chapter in chapters:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import random
 
-from .. import seeds
+from .. import seeds, validate
 from . import BY_CHAPTER
 
 NETWORKS = [("1Gbit/s", "50us"), ("10Gbit/s", "5us"), ("25Gbit/s", "10us"), ("100Gbit/s", "2us"),
@@ -138,8 +138,7 @@ def _ch9(rng):
 
 def draw(chapter: str, seed: int | None) -> tuple[dict, dict]:
     """(keyword arguments for the check, {module attribute: value} to patch) for one chapter."""
-    if chapter not in BY_CHAPTER:
-        raise ValueError(f"chapter: one of {', '.join(BY_CHAPTER)}, got {chapter!r}")
+    validate.choice(chapter, "chapter", BY_CHAPTER)
     if seed is None:
         return {}, {}
     rng = seeds.python_random(seed, seeds.VARIANTS, list(BY_CHAPTER).index(chapter))

@@ -112,6 +112,4 @@ def task(name) -> Task:
     """A task by name (or a Task, returned as is)."""
     if isinstance(name, Task):
         return name
-    if name not in TASKS:
-        raise ValueError(f"challenge: unknown task {name!r}; choose one of {', '.join(TASKS)}")
-    return TASKS[name]
+    return TASKS[validate.choice(name, "challenge", TASKS)]

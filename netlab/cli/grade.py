@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import sys
 
+from .. import validate
+
 
 def add_parser(p) -> None:
     p.add_argument("submissions", metavar="SUBMISSIONS", help="a folder with one folder per student")
@@ -29,8 +31,8 @@ def main(args) -> int:
     if args.leaderboard is not None:
         raise ValueError("--leaderboard: goes with --challenge NAME (a challenge's board)")
     from ..assignment.grade import grade_all, write
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise ValueError(f"--time-limit: seconds > 0, got {args.time_limit}")
+    if args.time_limit is not None:
+        validate.positive(args.time_limit, "--time-limit")        # seconds
     chapters = args.exercises.split(",") if args.exercises else None
 
     def progress(g):
@@ -50,8 +52,8 @@ def main(args) -> int:
 def _challenge(args) -> int:
     from ..challenge import board, task
     t = task(args.challenge)
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise ValueError(f"--time-limit: seconds > 0, got {args.time_limit}")
+    if args.time_limit is not None:
+        validate.positive(args.time_limit, "--time-limit")        # seconds
 
     def progress(r):
         score = f"{r.time_s * 1e6:12.3f} us" if r.time_s is not None else " " * 15

@@ -272,8 +272,7 @@ def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compressi
     compression trains (``trains``; error feedback changes accuracy, not bytes)."""
     validate.choice(algo, "algo", ALGOS)
     validate.choice(placement, "placement", PLACEMENTS)
-    if not isinstance(error_feedback, bool):
-        raise ValueError(f"error_feedback: True or False, got {error_feedback!r}")
+    validate.flag(error_feedback, "error_feedback")
     ratio, summable = payload_ratio(compression)
     ok, why = trains(compression, error_feedback, cluster.ranks)
     cap = parse_bytes(bucket, "bucket") if isinstance(bucket, str) else validate.whole(bucket, "bucket", 1)

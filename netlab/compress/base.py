@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from netlab import validate
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
@@ -95,8 +96,7 @@ def pack_bits(codes: torch.Tensor, bits: int) -> torch.Tensor:
 
     codes: (n,) integer tensor. Returns (ceil(n * bits / 8),) uint8.
     """
-    if bits not in BIT_WIDTHS:
-        raise ValueError(f"bits: must be one of {BIT_WIDTHS}, got {bits!r}")
+    validate.choice(bits, "bits", BIT_WIDTHS)
     codes = codes.to(torch.uint8).reshape(-1)
     if bits == 8:
         return codes.clone()

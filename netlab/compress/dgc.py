@@ -26,6 +26,7 @@ import math
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
+from .. import validate
 from .base import Payload
 from .communicate import Compression
 from .methods import DEFAULTS
@@ -64,8 +65,8 @@ class DGCMemory:
                  error_feedback: bool = True):
         if not 0 <= momentum < 1:
             raise ValueError(f"momentum: must be in [0, 1), got {momentum!r}")
-        if clip_norm is not None and not clip_norm > 0:
-            raise ValueError(f"clip_norm: must be greater than zero or None, got {clip_norm!r}")
+        if clip_norm is not None:
+            validate.positive(clip_norm, "clip_norm")
         self.momentum, self.world_size = momentum, world_size
         self.clip = None if clip_norm is None else clip_norm / math.sqrt(world_size)   # this rank's share
         self.accumulate = error_feedback

@@ -36,8 +36,7 @@ class Cast(Compressor):
 
     def __init__(self, dtype=None):                 # None: float16; a torch dtype or its name
         name = "float16" if dtype is None else dtype if isinstance(dtype, str) else str(dtype).replace("torch.", "")
-        if name not in self.NAMES:
-            raise ValueError(f"dtype: must be torch.float16 or torch.bfloat16, got {dtype!r}")
+        validate.choice(name, "dtype", tuple(self.NAMES))       # float16 or bfloat16, by name
         self._dtype = name                          # resolved on first use: building one needs no torch
         self.name = self.NAMES[name]
 
@@ -130,8 +129,8 @@ class TernGrad(Compressor):
     unbiased = True
 
     def __init__(self, clip: float | None = 2.5, seed: int = 0):
-        if clip is not None and not clip > 0:
-            raise ValueError(f"clip: must be greater than zero (in standard deviations) or None, got {clip!r}")
+        if clip is not None:
+            validate.positive(clip, "clip")                   # standard deviations
         self.clip = clip
         self.generator = torch.Generator().manual_seed(seed)
 

@@ -68,8 +68,7 @@ class FlowFabric:
     def __post_init__(self):
         from .. import validate
         from ..net.topology import Topology
-        if not isinstance(self.topology, Topology):
-            raise ValueError(f"topology: a netlab.net Topology (e.g. net.fabrics.spine_leaf(...)), got {self.topology!r}")
+        validate.instance(self.topology, "topology", Topology, "a netlab.net Topology (e.g. net.fabrics.spine_leaf(...))")
         if self.topology.direct:
             raise ValueError(f"topology: a switched fabric, not the direct network {self.topology.name}")
         validate.choice(self.routing, "routing", ("ecmp", "spray"))
