@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import ipywidgets as widgets
 
+from .. import validate
+
 DEFAULT_FILE = "predictions.json"
 
 
@@ -70,8 +72,7 @@ class Numeric:
     why: str = ""
 
     def __post_init__(self):
-        if not self.tolerance > 0:
-            raise ValueError(f"tolerance: a relative tolerance > 0 for a numeric answer, got {self.tolerance!r}")
+        validate.positive(self.tolerance, "tolerance")          # relative, for a numeric answer
 
 
 class Prediction:
