@@ -82,3 +82,34 @@ def test_every_command_refuses_a_seed_by_the_same_rule(capsys, command, seed):
         validate.seed(int(seed))
     assert line.endswith(str(rule.value))
     assert f"from 0 to {validate.SEED_MAX}," in line
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_flag_takes_a_bool_as_it_is(value):
+    assert validate.flag(value, "trim") is value
+
+
+@pytest.mark.parametrize("bad", [1, 0, "yes", "True", None, 1.0])
+def test_flag_refuses_what_only_looks_like_a_bool_naming_the_parameter(bad):
+    with pytest.raises(ValueError, match=r"^trim: must be True or False, got "):
+        validate.flag(bad, "trim")
+
+
+def test_instance_returns_the_value_and_refuses_another_type_naming_the_parameter():
+    from netlab.fabric.storm import Storm
+    storm = Storm(0, 0.5)
+    assert validate.instance(storm, "storm", Storm, "a netlab.fabric.storm.Storm") is storm
+    assert validate.instance("star", "topology", (str, Storm), "a name or a Storm") == "star"
+    with pytest.raises(ValueError, match=r"^storm: must be a netlab\.fabric\.storm\.Storm, got 'storm'$"):
+        validate.instance("storm", "storm", Storm, "a netlab.fabric.storm.Storm")
+    with pytest.raises(ValueError, match=r"^topology: must be a name or a Storm, got 3$"):
+        validate.instance(3, "topology", (str, Storm), "a name or a Storm")
+
+
+def test_the_settings_refuse_a_wrong_type_or_a_non_bool_flag_through_validate():
+    with pytest.raises(ValueError, match=r"^trim: must be True or False, got 1$"):
+        Congestion("nscc", buffer="64K", trim=1)
+    with pytest.raises(ValueError, match=r"^storm: must be a netlab\.fabric\.storm\.Storm, got 'x'$"):
+        Congestion("dcqcn", storm="x")
+    with pytest.raises(ValueError, match=r"^transport: must be one of "):
+        Congestion("tcp-vegas")
