@@ -45,7 +45,8 @@ def ddp_caps(bucket_cap_mb: float | None = None) -> tuple[int, int]:
 
 
 def check_bucket_bytes(bucket_bytes, name: str = "bucket") -> int:
-    return int(validate.number(bucket_bytes, name, 1))      # bytes: a bucket holds at least one
+    validate.number(bucket_bytes, name, 1)                 # bytes: a bucket holds at least one
+    return int(bucket_bytes)
 
 
 def assign_buckets(nbytes: list[int], bucket_bytes: int, first_bucket_bytes: int | None = None,
