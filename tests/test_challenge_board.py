@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import textwrap
 
 import pytest
 
@@ -79,3 +80,74 @@ def test_play_at_full_size_judges_a_smaller_copy_and_says_why_when_the_memory_fr
     assert played.task.ranks == 8 and played.task.ranks < TASKS["allreduce-4k"].ranks
     assert [r.verdict for r in played] == ["ok"] * len(played) and len(played) >= 2
 
+
+
+def test_judging_what_the_memory_free_cannot_hold_is_a_row_that_says_so(monkeypatch):
+    """The 16 MiB task on 32 ranks needs about 5 GB: with 1 GB free the judge starts no rank and its
+    verdict says what was needed and free, as a row of the board (not an exception, not OOM kills)."""
+    from netlab.challenge import judge
+    from netlab.runtime import cooperate, memory
+    status = memory.memory_status()
+    monkeypatch.setattr(memory, "memory_status", lambda root="/": memory.MemoryStatus(
+        status.limit, status.limit - int(1e9), int(1e9), "a test's 1 GB"))
+    monkeypatch.setattr(cooperate, "ask_idle_pools", lambda *a, **k: cooperate.Asked())
+    t = TASKS["allreduce-16m"]
+    got = judge.judge(t, lambda comm, x: x)
+    assert got["verdict"] == "no memory"
+    assert "judging this entry on 32 ranks needs about" in got["message"] and "free" in got["message"]
+    assert judge.rank_bytes(t) * t.ranks > 4e9 > judge.rank_bytes(TASKS["allreduce-4k"]) * t.ranks
+
+
+JUDGE_IN_A_CGROUP = textwrap.dedent("""
+    import json, os, sys, time
+    from netlab.challenge import baselines, board, judge, task
+
+    def read(name):
+        return int(open(os.path.join(sys.argv[1], name)).read())
+
+    t = task("allreduce-16m")
+    entry = board._FromFile(os.path.join(baselines(t), sys.argv[2] + ".py"), t.function)
+    time.sleep(1.0)
+    before = read("memory.usage_in_bytes")
+    with open(os.path.join(sys.argv[1], "memory.max_usage_in_bytes"), "w") as f:
+        f.write("0")                                          # the peak from here on
+    verdict = judge.judge(t, entry)
+    print(json.dumps({"verdict": verdict["verdict"], "peak": read("memory.max_usage_in_bytes") - before,
+                      "ranks": t.ranks, "per_rank": judge.rank_bytes(t)}))
+""")
+
+
+@pytest.mark.slow                        # 32 real ranks holding 16 MiB each: about 4 GB for some seconds
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("entry", ["ring", "hierarchical"])
+def test_the_judges_estimate_covers_the_peak_a_full_size_16m_entry_reaches(tmp_path, entry):
+    """The board's memory check (and each sandbox's) counts what judging holds: the 16 MiB task on 32
+    ranks grew a memory cgroup by about 4 GB, where an estimate without the task's tensors said 1.1 GB and
+    let Binder's 2 GB run it into 39 OOM kills. The peak that the memory cgroup (the OOM killer's own
+    count) saw must stay under the estimate, and the estimate must not be wildly over it."""
+    import json
+    import subprocess
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from conftest import remove_cgroup
+    from test_rank_death import _memory_cgroup_we_can_limit
+    from netlab.runtime import memory
+    cgroup = _memory_cgroup_we_can_limit(12 << 30)
+    if cgroup is None:
+        pytest.skip("needs root and a writable cgroup-v1 memory controller")
+    (tmp_path / "judge.py").write_text(JUDGE_IN_A_CGROUP)
+
+    def join():
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    try:
+        run = subprocess.run([sys.executable, str(tmp_path / "judge.py"), cgroup, entry], preexec_fn=join,
+                             env=dict(os.environ, NETLAB_IDLE_S="0", NETLAB_MAX_RANKS="32"), capture_output=True, text=True,
+                             timeout=540)
+        assert run.returncode == 0, run.stderr[-2000:]
+        got = json.loads(run.stdout.strip().splitlines()[-1])
+        assert got["verdict"] == "ok", got
+        need = got["ranks"] * got["per_rank"] + memory.FORKSERVER_BYTES
+        assert 0.4 * need < got["peak"] < need, (got["peak"], need)
+    finally:
+        remove_cgroup(cgroup)

@@ -214,10 +214,10 @@ def _fits(t: Task) -> bool:
     free now, asking other notebooks' idle pools first, as each sandbox's own check will; if not, says so
     and why (on Binder, with other chapters' kernels open, 32 ranks do not fit in 2 GB)."""
     from ..runtime import memory, shared
+    from .judge import rank_bytes
     shared.release_for_another()          # this kernel's idle pool and fork server: the sandboxes need them more
     try:
-        memory.check_memory(t.ranks, memory.rank_bytes(0, 0, memory.LIGHT_RANK_BASE),
-                            f"judging the baselines on {t.ranks} ranks", forkserver=True)
+        memory.check_memory(t.ranks, rank_bytes(t), f"judging the baselines on {t.ranks} ranks", forkserver=True)
     except memory.NotEnoughMemory as exc:
         print(f"netlab: {exc.reason} The board below is judged on a smaller copy of the "
               "cluster instead (2 servers of 4 accelerators, at most 1 MiB); shut down other notebooks' "

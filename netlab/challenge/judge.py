@@ -42,11 +42,25 @@ torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
 from .. import seeds
-from ..runtime import errors, launch
+from ..runtime import errors, launch, memory, shared
 from .tasks import Task, task as task_of
 
 CHALLENGE_STREAM = 10          # seeds.py's streams: the challenge's inputs, per rank (with seed= only)
 UNIT_ROUNDOFF = 2.0 ** -24
+# Elements compared with the reference at a time, in float64: the whole 16 MiB input at once took three
+# float64 copies (64 MiB) per rank, 2 GB over 32 ranks, beside the tensors themselves.
+COMPARE_CHUNK = 1 << 18
+# Tensors one judging rank holds at once, in messages of the task's size: the input and the temporaries
+# that make it, torch's reference, the entry's result and working buffers, gloo's. Measured: judging the
+# 16 MiB task's baselines on 32 ranks raised a memory cgroup's peak by 4.0-4.1 GB with the fork server
+# (tests/test_challenge_board.py), about 120 MB a rank: the 27 MB of a light rank and 5.6 messages.
+# 8 keeps the estimate (5.4 GB) 1.3x above it.
+JUDGE_COPIES = 8
+
+
+def rank_bytes(t: Task) -> float:
+    """The memory check's estimate of one judging rank of task `t` (``memory.rank_bytes``)."""
+    return memory.rank_bytes(t.nbytes, JUDGE_COPIES, memory.LIGHT_RANK_BASE)
 _RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime") + os.sep
 
 
@@ -122,11 +136,16 @@ def _trial(comm, fn, count: int, seed):
     got = got.detach().reshape(-1)
     if got.numel() != count:
         return {"wrong": f"rank {comm.rank} returned {got.numel():,} elements, expected {count:,}"}
-    diff = (got.to(torch.float64) - expected.to(torch.float64)).abs()
-    bad = (diff > tolerance(p)) | ~torch.isfinite(got)
-    if bad.any():
-        first = int(bad.nonzero()[0])
-        return {"wrong": f"rank {comm.rank}: {int(bad.sum()):,} of {count:,} elements differ from dist.all_reduce's "
+    wrong, first = 0, None
+    for start in range(0, count, COMPARE_CHUNK):
+        g, e = got[start:start + COMPARE_CHUNK], expected[start:start + COMPARE_CHUNK]
+        bad = ((g.to(torch.float64) - e.to(torch.float64)).abs() > tolerance(p)) | ~torch.isfinite(g)
+        n = int(bad.sum())
+        if n and first is None:
+            first = start + int(bad.nonzero()[0])
+        wrong += n
+    if wrong:
+        return {"wrong": f"rank {comm.rank}: {wrong:,} of {count:,} elements differ from dist.all_reduce's "
                          f"sum (the first is element {first:,})"}
     return {}
 
@@ -163,6 +182,10 @@ def link_table(t: Task, link_bytes, seconds: float) -> list[dict]:
 def judge(t, fn, seed: int | None = None) -> dict:
     """Run entry `fn` on the task's real ranks; the verdict, the score and each link's utilisation."""
     t = task_of(t)
+    try:
+        shared.check_memory(t.ranks, rank_bytes(t), f"judging this entry on {t.ranks} ranks")
+    except memory.NotEnoughMemory as exc:
+        return {"verdict": "no memory", "message": exc.reason}
     try:
         res = launch.run(_trial, fn, t.count, seed, ranks=t.ranks, network=t.network(), timeout=t.rank_timeout_s)
     except (errors.RankTimeout, errors.RankError) as exc:
