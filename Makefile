@@ -1,6 +1,6 @@
 # netlab's commands:      make lab  (install, then open JupyterLab on labs/)
 #                         make test (install, then run every test, notebooks included)
-#                         make quick (install, then every test not marked slow: about 2 min on 2 idle cores)
+#                         make quick (install, then every test not marked slow: about 4 min on 2 cores)
 #                         make bench (install, then the speed set: each speed target measured, in one table)
 #                         make site (install, then build the website of every chapter executed: _build/site/)
 # Everything goes into a local virtual environment, .venv/. torch is pinned and CPU-only: on Linux
