@@ -64,6 +64,50 @@ def running(pid: int) -> bool:
         return False
 
 
+_CGROUPS = []
+
+
+def memory_cgroup(limit_bytes):
+    """A fresh cgroup-v1 memory cgroup under ours limited to `limit_bytes`, or None (not root, cgroup v2,
+    read-only): the tests that stand for Binder's 2 GB container run their processes in one. Each call
+    makes a new one: a test's cgroup can outlive it for a while (a kernel fixture still inside), and one
+    reused with a lower limit refused a higher one (cgroup v1 keeps memory.limit_in_bytes at or below
+    memory.memsw.limit_in_bytes), which skipped the next test."""
+    from netlab.runtime import death
+    if os.geteuid() != 0:
+        return None
+    counter = death.memory_cgroup(os.getpid())
+    if counter is None or not counter.endswith("memory.oom_control"):
+        return None
+    path = os.path.join(os.path.dirname(counter), f"netlab-oom-test-{os.getpid()}-{len(_CGROUPS)}")
+    try:
+        os.makedirs(path)
+        _CGROUPS.append(path)
+        for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+            if os.path.exists(os.path.join(path, name)):
+                with open(os.path.join(path, name), "w") as f:
+                    f.write(str(limit_bytes))
+    except OSError:
+        return None
+    return path
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The memory cgroups the tests made and could not remove at once (their processes have left now)."""
+    for path in _CGROUPS:
+        if os.path.isdir(path):
+            remove_cgroup(path, seconds=2.0)
+
+
+def joining(cgroup):
+    """A ``preexec_fn`` that moves the child into memory cgroup `cgroup` before it runs, so that it and
+    everything it starts are counted and limited there."""
+    def join():
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    return join
+
+
 def remove_cgroup(path, seconds: float = 10.0) -> None:
     """Remove a test's memory cgroup once its last process has left (rmdir fails while one remains)."""
     for _ in range(int(seconds / 0.1)):

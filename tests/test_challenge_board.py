@@ -129,21 +129,16 @@ def test_the_judges_estimate_covers_the_peak_a_full_size_16m_entry_reaches(tmp_p
     import subprocess
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
-    from conftest import remove_cgroup
-    from test_rank_death import _memory_cgroup_we_can_limit
+    from conftest import joining, memory_cgroup, remove_cgroup
     from netlab.runtime import memory
-    cgroup = _memory_cgroup_we_can_limit(12 << 30)
+    cgroup = memory_cgroup(12 << 30)
     if cgroup is None:
         pytest.skip("needs root and a writable cgroup-v1 memory controller")
     (tmp_path / "judge.py").write_text(JUDGE_IN_A_CGROUP)
-
-    def join():
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
     try:
-        run = subprocess.run([sys.executable, str(tmp_path / "judge.py"), cgroup, entry], preexec_fn=join,
-                             env=dict(os.environ, NETLAB_IDLE_S="0", NETLAB_MAX_RANKS="32"), capture_output=True, text=True,
-                             timeout=540)
+        run = subprocess.run([sys.executable, str(tmp_path / "judge.py"), cgroup, entry],
+                             preexec_fn=joining(cgroup), env=dict(os.environ, NETLAB_IDLE_S="0", NETLAB_MAX_RANKS="32"),
+                             capture_output=True, text=True, timeout=540)
         assert run.returncode == 0, run.stderr[-2000:]
         got = json.loads(run.stdout.strip().splitlines()[-1])
         assert got["verdict"] == "ok", got

@@ -17,7 +17,7 @@ import time
 import psutil
 import pytest
 
-from conftest import remove_cgroup, running, wait_gone
+from conftest import joining, memory_cgroup, remove_cgroup, running, wait_gone
 
 pytestmark = pytest.mark.slow             # fresh interpreters, each with a pool
 
@@ -131,12 +131,6 @@ def test_files_of_a_killed_kernel_are_never_acted_on(lab):
     assert wait_gone(pids) == []
 
 
-def _memory_cgroup(limit_bytes):
-    sys.path.insert(0, os.path.dirname(__file__))
-    from test_rank_death import _memory_cgroup_we_can_limit
-    return _memory_cgroup_we_can_limit(limit_bytes)
-
-
 NEEDY = textwrap.dedent("""
     import sys
     from netlab.runtime import memory
@@ -151,19 +145,17 @@ NEEDY = textwrap.dedent("""
 
 def test_the_memory_check_asks_before_it_refuses(lab, tmp_path):
     """In one limited memory cgroup, as on Binder: the run goes ahead, and its output says what was freed."""
-    cgroup = _memory_cgroup(1500 << 20)
+    cgroup = memory_cgroup(1500 << 20)
     if cgroup is None:
         pytest.skip("needs root and a writable cgroup-v1 memory controller")
     (tmp_path / "needy.py").write_text(NEEDY)
 
-    def join():
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
     try:
-        holder = lab("holder.py", "idle", 4, name="03_idle.ipynb", preexec_fn=join)   # kernel and pool inside
+        holder = lab("holder.py", "idle", 4, name="03_idle.ipynb", preexec_fn=joining(cgroup))   # kernel, pool inside
         pids = lab.pool_of(holder)
         uss, pss = _shares(pids)
-        needy = subprocess.Popen([sys.executable, str(tmp_path / "needy.py"), str(uss)], preexec_fn=join,
+        needy = subprocess.Popen([sys.executable, str(tmp_path / "needy.py"), str(uss)],
+                                 preexec_fn=joining(cgroup),
                                  env=dict(os.environ, TMPDIR=lab.tmpdir), stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
         out, err = needy.communicate(timeout=120)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import remove_cgroup
+from conftest import joining, memory_cgroup, remove_cgroup
 
 from netlab.runtime import memory
 
@@ -279,18 +279,14 @@ def test_a_pool_start_is_checked_and_its_estimate_covers_what_the_cgroup_counts(
     import json
     import subprocess
     sys.path.insert(0, os.path.dirname(__file__))
-    from test_rank_death import _memory_cgroup_we_can_limit
-    cgroup = _memory_cgroup_we_can_limit(4 << 30)
+    cgroup = memory_cgroup(4 << 30)
     if cgroup is None:
         pytest.skip("needs root and a writable cgroup-v1 memory controller")
     (tmp_path / "start.py").write_text(POOL_START)
     log = tmp_path / "checks.jsonl"
 
-    def join():
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
     try:
-        run = subprocess.run([sys.executable, str(tmp_path / "start.py"), cgroup], preexec_fn=join,
+        run = subprocess.run([sys.executable, str(tmp_path / "start.py"), cgroup], preexec_fn=joining(cgroup),
                              env=dict(os.environ, NETLAB_MEMORY_LOG=str(log), NETLAB_IDLE_S="0"),
                              capture_output=True, text=True, timeout=240)
         assert run.returncode == 0, run.stderr[-2000:]

@@ -15,9 +15,8 @@ import time
 
 import pytest
 
-from conftest import remove_cgroup
+from conftest import joining, memory_cgroup, remove_cgroup
 
-from test_rank_death import _memory_cgroup_we_can_limit
 
 pytestmark = pytest.mark.slow             # fills a cgroup until the OOM killer acts
 
@@ -71,18 +70,15 @@ def _procs(cgroup):
 
 @pytest.mark.parametrize("victim", ["rank", "fork server"])
 def test_an_oom_kill_after_the_check_says_memory_grew(tmp_path, victim):
-    cgroup = _memory_cgroup_we_can_limit(1500 << 20)
+    cgroup = memory_cgroup(1500 << 20)
     if cgroup is None:
         pytest.skip("needs root and a writable cgroup-v1 memory controller to make a cheap OOM kill")
     script = tmp_path / "grew.py"
     script.write_text(SCRIPT)
 
-    def join_cgroup():
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
     try:
         out = subprocess.run([sys.executable, str(script), victim, cgroup, str(tmp_path / "ready")],
-                             capture_output=True, text=True, timeout=280, preexec_fn=join_cgroup)
+                             capture_output=True, text=True, timeout=280, preexec_fn=joining(cgroup))
         assert out.returncode == 0, out.stderr[-3000:]
         died, after = out.stdout.strip().splitlines()
         process, rank, exitcode, oom, message = died.split("|")

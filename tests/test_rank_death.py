@@ -16,7 +16,7 @@ import torch
 
 import netlab
 from netlab.runtime import death
-from conftest import pool_pids, remove_cgroup, running, wait_gone
+from conftest import joining, memory_cgroup, pool_pids, remove_cgroup, running, wait_gone
 
 NET = netlab.network("10Gbit/s", "5us")
 
@@ -67,23 +67,6 @@ def test_a_rank_killed_while_idle_is_named_on_the_next_run():
     assert netlab.run(lambda comm: comm.rank, ranks=3).values == [0, 1, 2]
 
 
-def _memory_cgroup_we_can_limit(limit_bytes):
-    """A fresh cgroup-v1 memory cgroup under ours, or None (not root, cgroup v2, read-only)."""
-    if os.geteuid() != 0:
-        return None
-    counter = death.memory_cgroup(os.getpid())
-    if counter is None or not counter.endswith("memory.oom_control"):
-        return None
-    path = os.path.join(os.path.dirname(counter), f"netlab-oom-test-{os.getpid()}")
-    try:
-        os.makedirs(path, exist_ok=True)
-        for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
-            if os.path.exists(os.path.join(path, name)):
-                with open(os.path.join(path, name), "w") as f:
-                    f.write(str(limit_bytes))
-    except OSError:
-        return None
-    return path
 
 
 OOM_SCRIPT = textwrap.dedent("""
@@ -106,18 +89,15 @@ OOM_SCRIPT = textwrap.dedent("""
 @pytest.mark.slow                       # fills memory until a rank is killed
 def test_an_oom_killed_rank_says_out_of_memory(tmp_path):
     """The Binder case: the lab's whole process tree lives in a memory-limited cgroup."""
-    cgroup = _memory_cgroup_we_can_limit(1500 << 20)
+    cgroup = memory_cgroup(1500 << 20)
     if cgroup is None:
         pytest.skip("needs root and a writable cgroup-v1 memory controller to make a cheap OOM kill")
     script = tmp_path / "oom.py"
     script.write_text(OOM_SCRIPT)
 
-    def join_cgroup():
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
     try:
         out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
-                             preexec_fn=join_cgroup)
+                             preexec_fn=joining(cgroup))
         assert out.returncode == 0, out.stderr[-2000:]
         died, after = out.stdout.strip().splitlines()
         rank, exitcode, oom, message = died.split("|")
