@@ -61,6 +61,8 @@ JUDGE_COPIES = 8
 def rank_bytes(t: Task) -> float:
     """The memory check's estimate of one judging rank of task `t` (``memory.rank_bytes``)."""
     return memory.rank_bytes(t.nbytes, JUDGE_COPIES, memory.LIGHT_RANK_BASE)
+
+
 _RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime") + os.sep
 
 
