@@ -1,6 +1,6 @@
 # netlab's commands:      make lab  (install, then open JupyterLab on labs/)
 #                         make test (install, then run every test, notebooks included)
-#                         make quick (install, then every test not marked slow: about 4 min on 2 cores)
+#                         make quick (install, then every test not marked slow, on two pytest workers: about 2 min on 2 cores)
 #                         make bench (install, then the speed set: each speed target measured, in one table)
 #                         make site (install, then build the website of every chapter executed: _build/site/)
 # Everything goes into a local virtual environment, .venv/. torch is pinned and CPU-only: on Linux
@@ -56,7 +56,7 @@ test: install $(SITE_STAMP) fonts
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests labs --nbval-lax --nbval-current-env -q -rs --durations=25
 
 quick: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
 
 bench: install
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/speed.py
