@@ -15,7 +15,6 @@ import pytest
 import torch
 
 import netlab
-from netlab.runtime import death
 from conftest import joining, memory_cgroup, pool_pids, remove_cgroup, running, wait_gone
 
 NET = netlab.network("10Gbit/s", "5us")
