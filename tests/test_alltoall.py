@@ -53,6 +53,7 @@ def test_virtual_time_is_p_minus_one_blocks_each_way(algo):
             assert cost.time("alltoall", algo, p, s, network=NET) == pytest.approx(by_hand, rel=1e-12)
 
 
+@pytest.mark.slow           # the bench on real ranks: about 4 s
 def test_bench_reports_nccl_tests_busbw_and_checks_against_torch():
     rows = bench.bench("alltoall", "pairwise", 4, [4 << 10, 64 << 20], network=NET, check=True)
     for r in rows:

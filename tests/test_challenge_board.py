@@ -64,6 +64,7 @@ def test_grade_names_its_challenge_flags(run_cli, tmp_path):
     assert code == 2 and "starter:" in err
 
 
+@pytest.mark.slow           # judges a board's small copy: about 5 s
 def test_play_at_full_size_judges_a_smaller_copy_and_says_why_when_the_memory_free_cannot_hold_it(
         monkeypatch, capsys):
     """Back to back on Binder, with seven chapters' kernels open, the 32 ranks of each full-size

@@ -57,12 +57,14 @@ def _peak(staleness):
     return max(staleness, key=staleness.get)
 
 
+@pytest.mark.slow           # the three modes at two seeds (fixture modes): about 9 s, in make test only
 @claim("ch3.slack-wins-time")
 def test_bsp_takes_a_longer_step_than_ssp_and_async_with_stragglers(modes):
     for seed, r in modes.items():
         assert r["bsp"].step_s > max(r["ssp"].step_s, r["async"].step_s), seed
 
 
+@pytest.mark.slow           # the three modes at two seeds (fixture modes): about 9 s, in make test only
 @claim("ch3.staleness-peak")
 def test_at_one_pace_every_push_lands_p_minus_1_updates_late_and_stragglers_move_the_peak_below(modes):
     p = COMMON["workers"]
@@ -74,6 +76,7 @@ def test_at_one_pace_every_push_lands_p_minus_1_updates_late_and_stragglers_move
             assert p / 2 <= _peak(r[m].staleness) < p - 1, (seed, m)
 
 
+@pytest.mark.slow           # the three modes at two seeds (fixture modes): about 9 s, in make test only
 @claim("ch3.ssp-gap-bounded")
 def test_ssp_never_lets_a_worker_more_than_s_steps_ahead_and_async_does(modes):
     for seed, r in modes.items():
@@ -81,6 +84,7 @@ def test_ssp_never_lets_a_worker_more_than_s_steps_ahead_and_async_does(modes):
         assert max(r["ssp"].staleness) > 2                # updates, not steps: more than s is allowed
 
 
+@pytest.mark.slow           # the three modes at two seeds (fixture modes): about 9 s, in make test only
 @claim("ch3.accuracy-within-points")
 def test_final_accuracies_of_the_three_modes_lie_within_five_points(modes):
     for seed, r in modes.items():
@@ -88,6 +92,7 @@ def test_final_accuracies_of_the_three_modes_lie_within_five_points(modes):
         assert max(acc) - min(acc) < 0.05, (seed, acc)
 
 
+@pytest.mark.slow           # the three modes at two seeds (fixture modes): about 9 s, in make test only
 @claim("ch3.ring-between")
 def test_the_ring_all_reduces_step_lies_between_bsp_and_the_slack_modes(modes):
     ring = baseline.run_allreduce(**{k: v for k, v in COMMON.items() if k not in ("servers", "sharding",

@@ -22,6 +22,7 @@ def accuracy(method, steps, seed=0, **options):
     return run_training(method, ranks=RANKS, steps=steps, seed=seed, **options)
 
 
+@pytest.mark.slow           # six 60-step runs: about 4 s
 @claim("ch4.topk-ef-closes-gap")
 def test_topk_with_error_feedback_closes_most_of_the_gap_and_sends_25_times_fewer_bytes():
     for seed in SEEDS:
@@ -68,6 +69,7 @@ def test_fp16_and_bf16_end_where_fp32_ends(short):
         assert abs(rows[m]["accuracy"] - base.final_accuracy) <= 0.01
 
 
+@pytest.mark.slow           # four runs: about 3 s
 @claim("ch4.int8-trails-early")
 def test_int8_trails_fp32_after_30_steps_for_every_seed():
     for seed in (0, 1, 2):
@@ -82,6 +84,7 @@ def test_error_feedback_adds_more_than_ten_points_to_every_biased_compressor(sho
         assert rows[m]["accuracy_ef"] > rows[m]["accuracy"] + 0.1, m
 
 
+@pytest.mark.slow           # four 60-step runs: about 3.5 s
 @claim("ch4.threshold-below-chance")
 def test_threshold_without_error_feedback_ends_below_chance_and_recovers_with_it():
     for seed in SEEDS:
@@ -141,6 +144,7 @@ def sweeps():
     return {w: pays.step_times(SWEEP, BANDWIDTHS, ranks=RANKS, width=w) for w in (128, 1024)}
 
 
+@pytest.mark.slow           # the chapter's sweeps at two widths (fixture sweeps): about 5 s, in make test only
 @claim("ch4.slow-link-wins")
 def test_every_method_wins_on_the_slowest_link_and_loses_on_the_fastest(sweeps):
     rows = sweeps[128]
@@ -151,6 +155,7 @@ def test_every_method_wins_on_the_slowest_link_and_loses_on_the_fastest(sweeps):
         assert cross[m]["speedup at 100Mbit/s"] > 8, m                 # "around an order of magnitude"
 
 
+@pytest.mark.slow           # the chapter's sweeps at two widths (fixture sweeps): about 5 s, in make test only
 @claim("ch4.crossover-formula")
 def test_topks_measured_crossover_is_the_closed_forms(sweeps):
     row = next(r for r in sweeps[128] if r["method"] == "topk")
@@ -159,6 +164,7 @@ def test_topks_measured_crossover_is_the_closed_forms(sweeps):
     assert pays.crossover(sweeps[128], row["label"]) == pytest.approx(formula, rel=0.01)
 
 
+@pytest.mark.slow           # the chapter's sweeps at two widths (fixture sweeps): about 5 s, in make test only
 @claim("ch4.crossover-stays")
 def test_element_wise_crossovers_stay_within_a_few_percent_from_width_128_to_1024(sweeps):
     for m in ("fp16", "bf16", "int8", "sign", "topk (ratio=0.01)", "terngrad"):
@@ -166,6 +172,7 @@ def test_element_wise_crossovers_stay_within_a_few_percent_from_width_128_to_102
         assert 0.9 < moved < 1.1, (m, moved)
 
 
+@pytest.mark.slow           # the chapter's sweeps at two widths (fixture sweeps): about 5 s, in make test only
 @claim("ch4.crossover-rule")
 def test_the_rule_s_times_codec_throughput_is_within_5_percent_but_for_powersgds_latencies(sweeps):
     for width, rows in sweeps.items():
@@ -186,6 +193,7 @@ def test_the_rule_s_times_codec_throughput_is_within_5_percent_but_for_powersgds
     assert fp16["communicator"] == "allreduce" and math.isclose(2 * 3 / 4 * (1 - 0.5), 0.75)
 
 
+@pytest.mark.slow           # the chapter's sweeps at two widths (fixture sweeps): about 5 s, in make test only
 @claim("ch4.powersgd-moves-up")
 def test_powersgds_crossover_moves_up_with_the_layers_width(sweeps):
     for m in ("powersgd (rank=1)", "powersgd (rank=2)"):

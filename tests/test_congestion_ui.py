@@ -72,6 +72,7 @@ def test_jitter_keeps_its_runs_only_when_asked():
     assert {k: v for k, v in full.items() if k not in ("run", "times")} == {k: v for k, v in lean.items() if k != "times"}
 
 
+@pytest.mark.slow           # a round run to the event limit: about 4 s
 def test_a_round_past_the_panels_event_limit_is_shown_as_far_as_it_got_and_says_so(monkeypatch):
     import netlab.ui.ch6 as ch6
     monkeypatch.setattr(ch6, "PANEL_EVENTS", 500)

@@ -15,6 +15,7 @@ def disabled(panel):
     return {name for name, c in panel.controls.items() if c.disabled}
 
 
+@pytest.mark.slow           # real runs at one and several nodes: about 4 s
 def test_one_node_greys_out_the_network_and_its_step_does_not_depend_on_it():
     from netlab.ui.ch1 import StepPanel
     panel = StepPanel(ranks=2, width=128, bandwidth="100Mbit/s")
