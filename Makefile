@@ -8,6 +8,7 @@
 # CUDA), falling back to the default index; a compatible torch already in .venv is kept.
 #   make lab TORCH=torch==2.12.0      another version (then kept only if it matches exactly)
 #   make lab TORCH_INDEX=             skip the CPU index (default index only)
+#   make test WORKERS=0               one pytest process (a small machine; make quick too); WORKERS=4 more workers
 #   make site CI=1                    the site at CI sizes (as make test builds it); SITE_FLAGS=--reuse keeps
 #                                     executed chapters whose inputs did not change
 
@@ -18,6 +19,7 @@ TORCH  ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.netlab-installed
 SITE_STAMP := $(VENV)/.netlab-site-installed
+WORKERS ?= 2
 EXACT  := $(if $(filter file,$(origin TORCH)),,--exact)
 
 .PHONY: install lab test quick bench site fonts clean
@@ -56,10 +58,10 @@ lab: install
 # file's module fixtures (the site build, JupyterLab) are built once. The real-kernel, browser and Binder tests'
 # bounds were derived on a loaded machine (load 10-30), which is what the other worker makes.
 test: install $(SITE_STAMP) fonts
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile tests labs --nbval-lax --nbval-current-env -q -rs --durations=25
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile tests labs --nbval-lax --nbval-current-env -q -rs --durations=25
 
 quick: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
 
 bench: install
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/speed.py
