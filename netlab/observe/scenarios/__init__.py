@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ... import validate
-from .common import BIG_BUCKET, NETWORK, PS_LAYOUT, RANKS, SHAPE, STORM_BUFFER, STORM_PERIOD, storm_network
+from .nominal import BIG_BUCKET, NETWORK, PS_LAYOUT, RANKS, SHAPE, STORM_BUFFER, STORM_PERIOD, storm_network
 
 KINDS = ("slow_link", "straggler", "hot_shard", "spine", "small_bucket", "pfc_storm")
 
