@@ -31,7 +31,8 @@ FILE_LIMIT = 64 << 20          # bytes any one file written by the answer may re
 
 
 @dataclass
-class Outcome:
+class SandboxedCheck:
+    """One answer's check as its sandboxed process left it: the check's verdict, or why there is none."""
     passed: bool
     message: str
     rows: list
@@ -134,13 +135,13 @@ def run_child(module: str, spec: dict, time_limit_s: float, env_extra: dict | No
                         output=output, output_bytes=nbytes)
 
 
-def run_answer(chapter: str, source: str, origin: str, seed: int | None, *, time_limit_s: float) -> Outcome:
+def run_answer(chapter: str, source: str, origin: str, seed: int | None, *, time_limit_s: float) -> SandboxedCheck:
     """Grade one answer in a subprocess; never raises for anything the answer does."""
     run = run_child("netlab.assignment._child",
                     {"chapter": chapter, "source": source, "origin": origin, "seed": seed}, time_limit_s)
     if run.result is not None:
         r = run.result
-        return Outcome(passed=r["passed"], message=r["message"], rows=r["rows"], seconds=run.seconds, output=run.output,
-                       output_bytes=run.output_bytes)
-    return Outcome(passed=False, message=run.why, rows=[], seconds=run.seconds, output=run.output,
-                   output_bytes=run.output_bytes)
+        return SandboxedCheck(passed=r["passed"], message=r["message"], rows=r["rows"], seconds=run.seconds,
+                              output=run.output, output_bytes=run.output_bytes)
+    return SandboxedCheck(passed=False, message=run.why, rows=[], seconds=run.seconds, output=run.output,
+                          output_bytes=run.output_bytes)

@@ -7,7 +7,7 @@ placement of ranks on the ring, overlap), ``predict`` returns the step time and 
 efficiency: one device's step (compute + optimizer) over the cluster's step, i.e. per-device
 throughput at scale over per-device throughput alone (the definition Horovod's benchmark uses).
 
-Which model is used where (``Prediction.method`` says it):
+Which model is used where (``ScalingEstimate.method`` says it):
 
 * **closed form** (always): compute = FLOPs / (peak x efficiency) (``net.presets.Device``); backward
   = 2/3 of it (a backward costs two forwards); gradients become ready at a uniform rate during the
@@ -142,7 +142,9 @@ def _seconds(value, name) -> float:
 
 
 @dataclass
-class Prediction:
+class ScalingEstimate:
+    """One data-parallel step on a cluster and its weak-scaling efficiency, as ``predict`` (closed form) or
+    ``measure`` (real ranks) answers it."""
     step_s: float
     single_s: float                  # one device alone: compute + optimizer, no communication
     compute_s: float                 # forward + backward + optimizer (the compute of one step)
@@ -267,7 +269,7 @@ def _collective_s(cluster: ClusterSpec, algo: str, link: Link, nbytes: float, su
 
 
 def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compression: str = "none", bucket="25MiB",
-            placement: str = "packed", overlap: bool = True, error_feedback: bool = False) -> Prediction:
+            placement: str = "packed", overlap: bool = True, error_feedback: bool = False) -> ScalingEstimate:
     """The closed-form step and efficiency of `model` on `cluster` with these choices, and whether the
     compression trains (``trains``; error feedback changes accuracy, not bytes)."""
     validate.choice(algo, "algo", ALGOS)
@@ -289,8 +291,8 @@ def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compressi
                  error_feedback=error_feedback, model=model.name, nodes=cluster.nodes,
                  devices_per_node=cluster.devices_per_node)
     if p == 1:
-        return Prediction(step_s=single, single_s=single, compute_s=single, comm_s=0.0, exposed_s=0.0, buckets=0,
-                          wire_bytes=0.0, link_Bps=link.bandwidth, ranks=1, setup=setup, trains=ok, accuracy=why)
+        return ScalingEstimate(step_s=single, single_s=single, compute_s=single, comm_s=0.0, exposed_s=0.0, buckets=0,
+                               wire_bytes=0.0, link_Bps=link.bandwidth, ranks=1, setup=setup, trains=ok, accuracy=why)
     forward = compute / 3
     enc, dec = (0.0, 0.0) if compression == "none" else flops_per_element(compression, True)
     decodes = 1 if summable else p
@@ -310,9 +312,9 @@ def predict(model: Model, cluster: ClusterSpec, *, algo: str = "ring", compressi
         comm += t
     finish = max(compute, end)
     sent = (2 * (p - 1) / p if summable else (p - 1)) * total * ratio
-    return Prediction(step_s=finish + optimizer, single_s=single, compute_s=single, comm_s=comm,
-                      exposed_s=finish - compute, buckets=count, wire_bytes=sent, link_Bps=link.bandwidth, ranks=p,
-                      setup=setup, trains=ok, accuracy=why)
+    return ScalingEstimate(step_s=finish + optimizer, single_s=single, compute_s=single, comm_s=comm,
+                           exposed_s=finish - compute, buckets=count, wire_bytes=sent, link_Bps=link.bandwidth, ranks=p,
+                           setup=setup, trains=ok, accuracy=why)
 
 
 # -- the published check: Horovod's 512-GPU benchmark ----------------------------------------------------------
@@ -328,7 +330,7 @@ HOROVOD_CLUSTER = ClusterSpec(nodes=128, devices_per_node=4, nic_bandwidth="25Gb
 HOROVOD_CHOICES = dict(algo="ring", compression="none", bucket="64MB", placement="packed", overlap=True)
 
 
-def horovod() -> Prediction:
+def horovod() -> ScalingEstimate:
     """The capstone's prediction for Horovod's published ResNet-101 run (512 GPUs)."""
     return predict(RESNET101, HOROVOD_CLUSTER, **HOROVOD_CHOICES)
 
@@ -342,7 +344,7 @@ def mlp(*, width: int = 256, layers: int = 4, batch: int = 128) -> Model:
 
 
 def measure(*, nodes: int, bandwidth="10Gbit/s", latency="50us", bucket=300_000, overlap: bool = True,
-            width: int = 256, layers: int = 4, batch: int = 128) -> Prediction:
+            width: int = 256, layers: int = 4, batch: int = 128) -> ScalingEstimate:
     """The same question answered on real ranks (``dataparallel.step.measure_step``): one CPU rank per node, the MLP."""
     from ..dataparallel import train
     from ..dataparallel.step import measure_step
@@ -350,12 +352,12 @@ def measure(*, nodes: int, bandwidth="10Gbit/s", latency="50us", bucket=300_000,
                      width=width, layers=layers, batch=batch)
     s = r.setup
     cap = s["bucket_bytes"]
-    return Prediction(step_s=r.total_s, single_s=r.compute_s, compute_s=r.compute_s, comm_s=r.comm_s,
-                      exposed_s=s["exposed_comm_s"], buckets=len(s["buckets"]),
-                      wire_bytes=2 * (nodes - 1) / nodes * r.grad_bytes, link_Bps=s["bandwidth_Bps"], ranks=nodes,
-                      method="real ranks (measure_step)",
-                      setup=dict(bucket_bytes=cap, overlap=overlap, model=f"MLP width {width} x {layers}",
-                                 params=train.parameter_count(width, layers)))
+    return ScalingEstimate(step_s=r.total_s, single_s=r.compute_s, compute_s=r.compute_s, comm_s=r.comm_s,
+                           exposed_s=s["exposed_comm_s"], buckets=len(s["buckets"]),
+                           wire_bytes=2 * (nodes - 1) / nodes * r.grad_bytes, link_Bps=s["bandwidth_Bps"], ranks=nodes,
+                           method="real ranks (measure_step)",
+                           setup=dict(bucket_bytes=cap, overlap=overlap, model=f"MLP width {width} x {layers}",
+                                      params=train.parameter_count(width, layers)))
 
 
 def small_cluster(nodes: int, *, bandwidth="10Gbit/s", latency="50us") -> ClusterSpec:

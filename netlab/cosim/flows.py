@@ -8,7 +8,7 @@ topology while the program runs:
 
 * a message from rank a to rank b takes the path chapter 5's router gives it (``net.routing``: the
   intra-host link inside a host; PCIe, the host's NIC, the leaf, an ECMP-hashed spine, ... across);
-* its alpha is paid where chapter 5's simulator pays it (``sim/engine.py``): at its out-port (the first
+* its alpha is paid where chapter 5's simulator pays it (``sim/simulator.py``): at its out-port (the first
   link of its path that is not PCIe: its intra-host port, or its host's NIC, shared by the host's
   accelerators) and at its in-port (the last such link), each port serving the alphas of its messages
   one after another, in the order they were posted (virtual time; ties in the canonical order

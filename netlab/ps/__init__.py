@@ -5,11 +5,12 @@
     r.step_s, r.server_bytes, r.staleness, r.accuracy
 
 One concept per file: ``roles`` (who is worker, who is server), ``sharding`` (the shard map),
-``protocol`` (messages and their order), ``server`` / ``worker`` (push and pull), ``consistency``
-(BSP, ASP, SSP), ``training`` (the rank function), ``experiment`` (run and measure), ``formulas``
-(BytePS's closed forms), ``hybrid`` (BytePS's summation service; colocated servers as its special
-case), ``baseline`` (the same training by ring all-reduce), ``config`` (one run's settings), ``sparse``
-(embedding rows, Zipf hotspots, replication), ``elastic`` (workers leaving and joining, saved state).
+``messages`` (push and pull messages and their order), ``server`` / ``worker`` (push and pull),
+``consistency`` (BSP, ASP, SSP), ``training`` (the rank function), ``experiment`` (run and measure),
+``formulas`` (BytePS's closed forms), ``hybrid`` (BytePS's summation service; colocated servers as
+its special case), ``baseline`` (the same training by ring all-reduce), ``config`` (one run's
+settings), ``sparse`` (embedding rows, Zipf hotspots, replication), ``elastic`` (workers leaving and
+joining, saved state).
 """
 from .consistency import MODES, histogram, ssp_ready
 from .experiment import PSResult, assemble, make_config, run_ps

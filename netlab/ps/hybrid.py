@@ -30,7 +30,7 @@ parameters_to_vector = lazy("torch.nn.utils:parameters_to_vector", globals())
 
 from ..dataparallel import train
 from .. import validate
-from . import protocol
+from . import messages
 from .config import Training, training_of
 from .roles import Roles
 from .sharding import ShardMap, check_servers
@@ -68,7 +68,7 @@ def _post_pushes(comm, cfg: HybridConfig) -> list:
         bufs = {}
         for u in range(cfg.workers):
             if u != me:
-                buf = protocol.empty(c.length)
+                buf = messages.empty(c.length)
                 bufs[u] = (comm.irecv(buf, u), buf)
         posted.append((c, bufs))
     return posted
@@ -84,11 +84,11 @@ def _serve(comm, cfg: HybridConfig, step: int, grad, posted: list, results: dict
                 total += grad[c.offset:c.offset + c.length]
             else:
                 comm.wait(bufs[u][0])
-                total += protocol.values(bufs[u][1])
+                total += messages.values(bufs[u][1])
         comm.reduce_cost(4 * c.length * (cfg.workers - 1))
         if me < cfg.workers:
             results[c.index] = total
-        reply = protocol.pack(total, c.length, 0, step, version=0)
+        reply = messages.pack(total, c.length, 0, step, version=0)
         outbox.extend((comm.isend(reply, u), reply) for u in range(cfg.workers) if u != me)
 
 
@@ -99,16 +99,16 @@ def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> t
     order = [c for c in cfg.smap.send_order() if cfg.server_rank(c.server) != me] if worker else []
     incoming = _post_pushes(comm, cfg)
     for c in order:                                              # push (round robin over servers)
-        buf = protocol.pack(grad[c.offset:c.offset + c.length], c.length, 0, step, version=0)
+        buf = messages.pack(grad[c.offset:c.offset + c.length], c.length, 0, step, version=0)
         outbox.append((comm.isend(buf, cfg.server_rank(c.server)), buf))
     pulls = []
     for c in order:
-        buf = protocol.empty(c.length)
+        buf = messages.empty(c.length)
         pulls.append((c, comm.irecv(buf, cfg.server_rank(c.server)), buf))
     _serve(comm, cfg, step=step, grad=grad, posted=incoming, results=results, outbox=outbox)
     comm.wait(*[r for _, r, _ in pulls])
     for req, _ in outbox:
-        protocol.arrived(req)
+        messages.arrived(req)
     if not worker:
         return None
     total = torch.empty(cfg.smap.numel)
@@ -116,7 +116,7 @@ def exchange(comm, cfg: HybridConfig, step: int, grad: torch.Tensor | None) -> t
         if c.index in results:
             total[c.offset:c.offset + c.length] = results[c.index]
     for c, _, buf in pulls:
-        total[c.offset:c.offset + c.length] = protocol.values(buf)
+        total[c.offset:c.offset + c.length] = messages.values(buf)
     return total
 
 

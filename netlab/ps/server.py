@@ -10,7 +10,7 @@ until the slowest worker is close enough.
 The order of pushes is decided in virtual time, never by when messages happen to arrive in wall
 time (that depends on the machine's load). On the port model and the wall clock the server keeps
 one posted receive per worker and takes the pending message with the smallest key
-(``protocol.py``) once every worker that could still send it an earlier one has a message pending.
+(``messages.py``) once every worker that could still send it an earlier one has a message pending.
 A worker is excused when it cannot send: it has finished, or it is waiting for an answer this
 server holds (any later message of it then leaves after the answer, so after everything the server
 takes meanwhile).
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from . import protocol
+from . import messages
 from .config import PSConfig
 
 
@@ -118,13 +118,13 @@ class DenseServer:
             else:
                 for w in ready:
                     if w not in self.keys:
-                        protocol.arrived(self.posted[w][0])      # wall-clock wait; decides nothing
-                        self.keys[w] = (protocol.header(self.posted[w][1])[0], w, self.next[w][1])
+                        messages.arrived(self.posted[w][0])      # wall-clock wait; decides nothing
+                        self.keys[w] = (messages.header(self.posted[w][1])[0], w, self.next[w][1])
                 w = min(ready, key=self.keys.__getitem__)
             self._take(w)
             self._reap()
         for req, _ in self.outbox:
-            protocol.arrived(req)
+            messages.arrived(req)
         return self.state
 
     def _excused(self, w: int) -> bool:
@@ -133,19 +133,19 @@ class DenseServer:
 
     def _post(self, w: int) -> None:
         step, pos = self.next[w]
-        buf = protocol.empty(self.chunks[pos].length)
+        buf = messages.empty(self.chunks[pos].length)
         self.posted[w] = (self.comm.irecv(buf, self.cfg.roles.worker_rank(w)), buf)
         self.keys.pop(w, None)
 
     def _take(self, w: int) -> None:
         req, buf = self.posted.pop(w)
         self.comm.wait(req)                                      # books the NIC, moves the clock
-        key, step, version, flags = protocol.header(buf)
+        key, step, version, flags = messages.header(buf)
         expected_step, pos = self.next[w]
         if step != expected_step:
             raise RuntimeError(f"server {self.server}: worker {w} pushed step {step}, expected {expected_step}")
         chunk = self.chunks[pos]
-        grad = protocol.values(buf)
+        grad = messages.values(buf)
         self.comm.reduce_cost(4 * chunk.length)
         if pos + 1 < len(self.chunks):
             self.next[w] = (step, pos + 1)
@@ -218,7 +218,7 @@ class DenseServer:
         self.held[w] -= 1                                        # owed since w's push (or its joining)
         if gap is not None:
             self.state.gaps.append(gap)
-        buf = protocol.pack(self.state.values[chunk.index], chunk.length, 0, step,
+        buf = messages.pack(self.state.values[chunk.index], chunk.length, 0, step,
                             version=self.state.version[chunk.index])
         self.outbox.append((self.comm.isend(buf, self.cfg.roles.worker_rank(w)), buf))
 
@@ -228,4 +228,4 @@ class DenseServer:
         Waiting for an old answer cannot deadlock: its worker posted the receive right after its push.
         """
         while len(self.outbox) > 128:
-            protocol.arrived(self.outbox.popleft()[0])
+            messages.arrived(self.outbox.popleft()[0])

@@ -33,7 +33,7 @@ from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
 from .. import seeds, validate
-from . import protocol
+from . import messages
 from .roles import Roles
 from .sharding import djb2
 
@@ -127,7 +127,7 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
         routed += np.bincount(where, weights=counts, minlength=cfg.servers).astype(np.int64)   # lookups, not rows
         reqs, bufs = [], []
         for s, rows in enumerate(per):               # pull: count, then ids
-            meta = protocol.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
+            meta = messages.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
             reqs.append(comm.isend(meta, cfg.server_rank(s)))
             bufs.append(meta)
             if len(rows):
@@ -144,7 +144,7 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
                 grads.append(n * (values[s] - targets[torch.from_numpy(rows)]) / (cfg.workers * cfg.lookups))
         reqs, bufs = [], []
         for s, rows in enumerate(per):               # push: count, then ids and gradients
-            meta = protocol.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
+            meta = messages.pack(None, 0, 0, t, version=len(rows))   # the count travels as 'version'
             reqs.append(comm.isend(meta, cfg.server_rank(s)))
             bufs.append(meta)
             if len(rows):
@@ -158,9 +158,9 @@ def worker_main(comm, cfg: SparseConfig, home, hot) -> dict:
 
 def _recv_rows(comm, src: int, with_values: bool, dim: int):
     """A count message, then (ids[, gradients]) from `src`: (ids as int64 numpy, gradients or None)."""
-    meta = protocol.empty(0)
+    meta = messages.empty(0)
     comm.recv(meta, src)
-    n = protocol.header(meta)[2]                       # the count
+    n = messages.header(meta)[2]                       # the count
     if n == 0:
         return np.zeros(0, dtype=np.int64), None
     body = torch.empty(2 * n + (n * dim if with_values else 0))

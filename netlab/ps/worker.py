@@ -16,7 +16,7 @@ from __future__ import annotations
 from netlab.lazy import lazy
 torch = lazy("torch", globals())
 
-from . import protocol
+from . import messages
 from .config import PSConfig
 
 
@@ -25,25 +25,25 @@ class PSClient:
         self.comm, self.cfg, self.worker = comm, cfg, worker
         self.chunks = cfg.smap.send_order()              # round robin over the servers
         self.peers = [cfg.roles.server_rank(c.server) for c in self.chunks]
-        self.offsets = protocol.send_offsets(comm, [c.length for c in self.chunks], self.peers)
+        self.offsets = messages.send_offsets(comm, [c.length for c in self.chunks], self.peers)
         self.version = [0] * len(self.chunks)          # of the values this worker computes on
         self.comm_s: list[float] = []                  # per step: push start -> last pull in
 
     def _pulls(self):
         posted = []
         for c, peer in zip(self.chunks, self.peers):
-            buf = protocol.empty(c.length)
+            buf = messages.empty(c.length)
             posted.append((self.comm.irecv(buf, peer), buf))
         return posted
 
     def _assemble(self, posted, step: int) -> torch.Tensor:
         flat = torch.empty(self.cfg.smap.numel)
         for i, (c, (_, buf)) in enumerate(zip(self.chunks, posted)):
-            _, got_step, version, _ = protocol.header(buf)
+            _, got_step, version, _ = messages.header(buf)
             if got_step != step:
                 raise RuntimeError(f"worker {self.worker}: pulled step {got_step} of chunk {c.index}, expected {step}")
             self.version[i] = version
-            flat[c.offset:c.offset + c.length] = protocol.values(buf)
+            flat[c.offset:c.offset + c.length] = messages.values(buf)
         return flat
 
     def pull(self, step: int) -> torch.Tensor:
@@ -55,11 +55,11 @@ class PSClient:
     def push_pull(self, grad: torch.Tensor, step: int, last: bool = False, pull: bool = True) -> torch.Tensor | None:
         """Push this step's gradient (flat fp32), then pull the servers' fresh parameters (flat fp32)."""
         start = self.comm.now()
-        base = protocol.to_ps(start)
-        flags = protocol.LAST if last else 0
+        base = messages.to_ps(start)
+        flags = messages.LAST if last else 0
         sends = []
         for i, (c, peer) in enumerate(zip(self.chunks, self.peers)):
-            buf = protocol.pack(grad[c.offset:c.offset + c.length], c.length, base + self.offsets[i],
+            buf = messages.pack(grad[c.offset:c.offset + c.length], c.length, base + self.offsets[i],
                                 step, version=self.version[i], flags=flags)
             sends.append((self.comm.isend(buf, peer), buf))
         posted = self._pulls() if pull else []

@@ -6,7 +6,7 @@
     cooperate.py  idle pools of the user's other kernels give their ranks back when one needs memory
     launch.py     netlab.run: the shared pool, or the process group torchrun set up
     torchrun.py   netlab.run under torchrun (RANK/WORLD_SIZE set)
-    worker.py     the loop each rank process runs;  preload.py  what the fork server imports once
+    rank_loop.py  the loop each rank process runs;  preload.py  what the fork server imports once
     comm.py       Comm: send/recv/wait, compute, regions;  clock.py  its virtual and wall clocks
     trace.py      the events a run recorded;  result.py  what a run returns, one reply format
     rundir.py     one private temporary folder per driver;  death.py  why a rank (or the fork server) died

@@ -48,7 +48,7 @@ import cloudpickle
 from .. import validate
 from ..net.network import Network
 from ..net.presets import Device
-from . import death, rundir, worker
+from . import death, rank_loop, rundir
 from .errors import Interrupted, RankDied, RankError, RankTimeout
 from .result import RunResult, assemble
 
@@ -98,7 +98,7 @@ class Cluster:
         self._oom = death.OomWatch([os.getpid()])
         self._fs_pid = death.forkserver_pid()
         self._started: list[str | None] = []
-        self._status = ctx.Array("c", world_size * worker.STATUS_BYTES, lock=False)
+        self._status = ctx.Array("c", world_size * rank_loop.STATUS_BYTES, lock=False)
         alive_r, self._alive = ctx.Pipe(duplex=False)
         self._conns, self.procs = [], []
         self._groups = {world_size}
@@ -106,7 +106,7 @@ class Cluster:
             with _without_main():
                 for rank in range(world_size):
                     parent, child = ctx.Pipe()
-                    p = ctx.Process(target=worker.main, name=f"netlab-rank-{rank}", daemon=True,
+                    p = ctx.Process(target=rank_loop.main, name=f"netlab-rank-{rank}", daemon=True,
                                     args=(rank, world_size, os.path.join(self._dir, "rendezvous"), child),
                                     kwargs={"alive": alive_r, "status_buffer": self._status, "timeout_s": pg_timeout})
                     failed = None
@@ -216,7 +216,7 @@ class Cluster:
     def status(self) -> list[str]:
         """What each rank is waiting for right now ('' if it is not blocked in a receive or send)."""
         raw = bytes(self._status)
-        size = worker.STATUS_BYTES
+        size = rank_loop.STATUS_BYTES
         return [raw[i * size:(i + 1) * size].split(b"\0", 1)[0].decode(errors="replace")
                 for i in range(self.world_size)]
 

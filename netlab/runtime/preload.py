@@ -9,7 +9,7 @@ import torch.distributed  # noqa: F401
 
 from .. import collectives, data  # noqa: F401
 from ..dataparallel import train  # noqa: F401
-from . import comm, worker  # noqa: F401
+from . import comm, rank_loop  # noqa: F401
 
 train.step_flops(8, 1, 1)
 try:

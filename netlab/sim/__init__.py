@@ -8,7 +8,7 @@
 
 The simulator runs the very schedules the real ranks run (``netlab.collectives.schedule``: one
 definition of each algorithm), as arrays of sizes, on a ``Topology`` with routing (ECMP hash,
-spraying, adaptive) and max-min fair link sharing. See ``engine.py`` for the time model and what
+spraying, adaptive) and max-min fair link sharing. See ``simulator.py`` for the time model and what
 it leaves out, ``maxmin.py`` for max-min, ``traffic.py`` for non-collective patterns (parameter
 server, all-to-all), ``compare.py`` for the same run on real ranks beside it, ``experiments.py``
 for chapter 5's measurements (ECMP collisions, oversubscription, hierarchy, NIC designs, scaling).
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .. import collectives, validate
 from ..net.topology import Topology
-from .engine import SimResult, Simulator
+from .simulator import SimResult, Simulator
 from .maxmin import max_min, max_min_rates
 
 

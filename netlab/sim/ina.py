@@ -6,7 +6,7 @@ worker's chunks travel up its shortest path to it and the sums come back down th
 All workers stream at once, so the up flows share links by max-min fairness (``maxmin.max_min``),
 and so do the down flows; up and down use opposite directions of full-duplex links and never
 share. Each chunk of c bytes then takes alpha + c/rate up (alpha: the worker's port latency plus
-``hop_latency`` per switch passed, as ``engine.py`` charges it), c / capacity on the switch's one
+``hop_latency`` per switch passed, as ``simulator.py`` charges it), c / capacity on the switch's one
 aggregator, alpha + c/rate down; chunk j is summed once every worker's chunk j is in, and the
 three stages pipeline as a flow shop. On a non-blocking fabric (one switch, ``fabrics.star``) this
 is exactly ``netlab.collectives.cost.ina_allreduce`` (a test checks).

@@ -22,7 +22,7 @@ from ..net import fabrics
 from ..net.network import Link
 from ..units import parse_bandwidth
 from . import simulate
-from .engine import Simulator
+from .simulator import Simulator
 from .placement import leaf_of, place
 
 PATTERNS = {"all-to-all": ("alltoall", "concurrent"), "ring all-reduce": ("allreduce", "ring")}

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ... import validate
-from .common import BIG_BUCKET, NETWORK, PS_LAYOUT, RANKS, SHAPE, STORM_BUFFER, STORM_PERIOD, storm_network
+from .nominal import BIG_BUCKET, NETWORK, PS_LAYOUT, RANKS, SHAPE, STORM_BUFFER, STORM_PERIOD, storm_network
 
 KINDS = ("slow_link", "straggler", "hot_shard", "spine", "small_bucket", "pfc_storm")
 
@@ -56,7 +56,7 @@ class Plan:
 
 
 @dataclass
-class Outcome:
+class ScenarioRun:
     """A scenario after it ran: its trace, the public setup and the hidden truth."""
     plan: Plan
     trace: object = field(repr=False)
@@ -146,14 +146,14 @@ def plan(name: str, seed=0) -> Plan:
     return Plan(name=name, seed=seed, setup=_setup("allreduce"), truth={"kind": name}, knobs={"bucket_bytes": cap})
 
 
-def scenario(name: str, seed=0, timeout: float = 120.0) -> Outcome:
+def scenario(name: str, seed=0, timeout: float = 120.0) -> ScenarioRun:
     """Run the scenario `name` with the culprit `seed` draws, on real ranks."""
     from .runs import run
     p = plan(name, seed)
-    return Outcome(p, run(p, validate.positive(timeout, "timeout")))
+    return ScenarioRun(p, run(p, validate.positive(timeout, "timeout")))
 
 
-def draw(seed=0, timeout: float = 120.0) -> Outcome:
+def draw(seed=0, timeout: float = 120.0) -> ScenarioRun:
     """Pick a scenario and its culprit from `seed` (a number, or a name/ID text) and run it."""
     seed = check_seed(seed)
     return scenario(pick(seed), seed, timeout)

@@ -16,7 +16,7 @@ from ...runtime import launch
 from ...net.network import network
 from ...net.presets import device
 from . import links
-from .common import NETWORK, PS_LAYOUT, RANKS, SHAPE, storm_network
+from .nominal import NETWORK, PS_LAYOUT, RANKS, SHAPE, storm_network
 
 
 def _allreduce(net, timeout, bucket_bytes, slowdown=None):

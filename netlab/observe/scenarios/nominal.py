@@ -1,5 +1,6 @@
-"""What every scenario states, shared by the plans (``__init__``) and the runs (``runs.py``): the
-ranks, the nominal network, the model's shape, and the pfc_storm scenario's switch."""
+"""The nominal setting every scenario states before its culprit changes it, shared by the plans
+(``__init__``) and the runs (``runs.py``): the ranks, the nominal network, the model's shape, and the
+pfc_storm scenario's switch."""
 from __future__ import annotations
 
 RANKS = 4                         # all-reduce ranks
