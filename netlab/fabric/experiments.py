@@ -12,6 +12,11 @@
 Each takes its config (``Incast``, ``Victim``, a ``Congestion`` switch). One module over 300 lines because
 the three are one concept: the same star, the same ``Run`` and the same checks of their settings.
 
+Their networks are ``netlab.net`` topologies, built as packet ports the one way chapter 9's are
+(``multiswitch.SwitchedNetwork``): the incast and the long flows a star (``net.fabrics.star``: senders
+'h0'.., the receiver 'rx', the switch 'tor'), the victim two switches (``net.fabrics.dumbbell``). Only the
+ports the traffic crosses are built, under the chapter's names ('h3.nic', 'tor->rx', 'S1->S2').
+
 Defaults: 1500-byte packets, 25 us per link, so a 2-link path has a base RTT of 100 us plus
 serialization (Vasudevan's SAN RTTs were 100-700 us).
 
@@ -20,6 +25,7 @@ result type (``Run``).
 """
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass, field, replace
@@ -29,7 +35,10 @@ import numpy as np
 from . import transport as tp
 from .congestion import Congestion
 from .. import validate
+from ..net import fabrics
+from ..net.network import Link
 from .engine import Fabric, Flow
+from .multiswitch import SwitchedNetwork
 from .rdma import DCQCN_RED
 from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
 
@@ -96,17 +105,24 @@ def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
     return (edges[:-1] + edges[1:]) / 2, np.diff(delivered) / np.diff(edges)
 
 
-def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool, burst=None):
-    """hosts NICs -> one switch -> one port toward the receiver (a tbf-like token bucket with ``burst``)."""
-    sw = fab.switch("tor", pfc=pfc, shared_buffer=(buffer if shared else None))
-    nics = [fab.port(f"h{i}.nic", bandwidth, link_delay) for i in range(hosts)]
-    if burst is None:
-        down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn=ecn, switch=sw)
-    else:
-        down = fab.ports["tor->rx"] = TokenBucketPort(fab, "tor->rx", bandwidth, link_delay,
-                                                      buffer=None if shared else buffer, ecn=ecn, switch=sw,
-                                                      burst=burst)
-    return nics, down
+def _star(fab: Fabric, hosts: int, *, bandwidth: float, link_delay: float, switch: Congestion, ecn, shared: bool,
+          burst=None) -> SwitchedNetwork:
+    """``hosts`` NICs -> one switch -> one port toward the receiver: a ``net`` star of hosts + 1 (the hosts
+    'h0'.., the receiver 'rx', the switch 'tor'), every link at ``bandwidth`` with ``link_delay``, as the
+    packet fabric's ports (``SwitchedNetwork``) with ``switch``'s buffer and PFC and the marking ``ecn``.
+    The fabric gets only the ports its traffic crosses, as the chapter names them: each host's NIC 'h{i}.nic'
+    and 'tor->rx' (a tbf-like token bucket with ``burst``, ``switch.TokenBucketPort``); the receiver's ACKs
+    take no port."""
+    labels = [f"h{i}" for i in range(hosts)] + ["rx"]
+    topo = fabrics.star(hosts + 1, Link(bandwidth, 2 * link_delay), labels=labels, switch="tor")
+    ports = {f"h{i}->tor": f"h{i}.nic" for i in range(hosts)} | {"tor->rx": "tor->rx"}
+    shaped = None if burst is None else {"tor->rx": functools.partial(TokenBucketPort, burst=burst)}
+    return SwitchedNetwork(fab, topo, switch=switch, ecn=ecn, shared_buffer=shared, ports=ports, port_class=shaped)
+
+
+def _path(net: SwitchedNetwork, src: int, dst: int) -> list:
+    """The ports from host slot ``src`` to ``dst`` (chapter 6's networks have one path between two hosts)."""
+    return net.paths(net.node(src), net.node(dst))[0]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,15 +185,16 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
     sw = config.switch
     senders, block, rounds, bandwidth = config.senders, config.block, config.rounds, config.bandwidth
     buffer, transport, rto_min, seed, background = sw.buffer, sw.transport, sw.rto_min, sw.seed, sw.background
-    ecn, pfc, window, background_size = sw.ecn, sw.pfc, sw.window, sw.background_size
+    ecn, window, background_size = sw.ecn, sw.window, sw.background_size
     link_delay, shared_buffer, burst, delayed_ack = config.link_delay, config.shared_buffer, config.burst, \
         config.delayed_ack
     persistent, time_limit, transport_options = config.persistent, config.time_limit, config.transport_options
     wall = time.perf_counter()
     fab = Fabric(seed)
-    nics, down = _star(fab, senders + 1, bandwidth=bandwidth, buffer=buffer, ecn=ecn, pfc=pfc, link_delay=link_delay,
-                       shared=shared_buffer, burst=burst)
-    run = Run(fab, [], down.name)
+    net = _star(fab, senders + 1, bandwidth=bandwidth, link_delay=link_delay, switch=sw, ecn=ecn, shared=shared_buffer,
+                burst=burst)
+    paths = [_path(net, i, senders + 1) for i in range(senders + 1)]       # host i -> rx; host `senders`: other job
+    run = Run(fab, [], "tor->rx")
     options = dict(transport_options or {})
     if window is not None and tp.takes_window(transport):
         options.setdefault("max_window", window)
@@ -186,7 +203,7 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
     def start_round(_=None):
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
-            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", [nics[i], down], block,
+            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", paths[i], block,
                                             start=fab.now, on_done=flow_done)
             flow.delayed_ack = delayed_ack
             sender = tp.make(transport, flow, rto_min, **options)
@@ -211,7 +228,7 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
         def arrival(_=None):
             if state["round"] >= rounds:
                 return
-            flow = tp.flow_class(transport)(fab, f"bg{len(fab.flows)}", [nics[senders], down], background_size,
+            flow = tp.flow_class(transport)(fab, f"bg{len(fab.flows)}", paths[senders], background_size,
                                             start=fab.now)
             fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
@@ -256,12 +273,11 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = 
     transport, rto_min = switch.transport, switch.rto_min
     wall = time.perf_counter()
     fab = Fabric(switch.seed)
-    nics, down = _star(fab, n, bandwidth=bandwidth, buffer=switch.buffer, ecn=switch.ecn, pfc=None,
-                       link_delay=link_delay, shared=False)
-    down.loss = float(loss)
-    run = Run(fab, [], down.name)
+    net = _star(fab, n, bandwidth=bandwidth, link_delay=link_delay, switch=switch, ecn=switch.ecn, shared=False)
+    fab.ports["tor->rx"].loss = float(loss)
+    run = Run(fab, [], "tor->rx")
     for i in range(n):
-        flow = Flow(fab, f"f{i}", [nics[i], down], 10**15, start=0.0)
+        flow = Flow(fab, f"f{i}", _path(net, i, n), 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
     fab.run(duration)
@@ -311,21 +327,21 @@ def victim(pfc: bool = True, *, config: Victim = Victim()) -> Run:
     if control is not None:
         check_settings(c.incast_senders, 1, bandwidth, replace(sw, pfc=control), link_delay=link_delay)
     fab = Fabric(sw.seed)
-    s1 = fab.switch("S1", pfc=control)
-    s2 = fab.switch("S2", pfc=control)
-    h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
-    trunk = fab.port("S1->S2", c.trunk * bandwidth, link_delay, buffer, ecn=ecn, switch=s1)
-    to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
-    to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
+    n = c.incast_senders
+    labels = ["H1", "H2", "R1", "R2"] + [f"H{i + 3}" for i in range(n)]
+    topo = fabrics.dumbbell(2, 2 + n, Link(bandwidth, 2 * link_delay), trunk=Link(c.trunk * bandwidth, link_delay),
+                            labels=labels)
+    ports = {f"{h}->{s}": f"{h}.nic" for h, s in [("H1", "S1"), ("H2", "S1")] + [(f"H{i + 3}", "S2") for i in range(n)]}
+    ports |= {name: name for name in ("S1->S2", "S2->R1", "S2->R2")}
+    net = SwitchedNetwork(fab, topo, switch=replace(sw, pfc=control), ecn=ecn, ports=ports)
     run = Run(fab, [], "S2->R2")
-    for name, nic, down in (("F1 (H1->R1)", h1, to_r1), ("F2 (H2->R2)", h2, to_r2)):
-        flow = Flow(fab, name, [nic, trunk, down], 10**15, start=0.0)
+    for name, src, dst in (("F1 (H1->R1)", 0, 2), ("F2 (H2->R2)", 1, 3)):
+        flow = Flow(fab, name, _path(net, src, dst), 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
     block = int(bandwidth * c.incast_length)
-    for i in range(c.incast_senders):
-        nic = fab.port(f"H{i + 3}.nic", bandwidth, link_delay)
-        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, start=c.incast_start)
+    for i in range(n):
+        flow = Flow(fab, f"incast H{i + 3}->R2", _path(net, 4 + i, 3), block, start=c.incast_start)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
         run.flows.append(flow)
     fab.run(c.duration)
