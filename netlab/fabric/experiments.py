@@ -9,8 +9,11 @@
 * ``victim``: the DCQCN-validation scenario (H1->R1 and H2->R2 cross the link S1->S2; hosts on S2
   send an incast to R2): with PFC the pause of S1->S2 stops H1->R1, which never goes near R2.
 
-Each takes its config (``Incast``, ``Victim``, a ``Congestion`` switch). One module over 300 lines because
-the three are one concept: the same star, the same ``Run`` and the same checks of their settings.
+Each takes its config (``Incast``, ``Victim``, a ``Congestion`` switch) and returns a ``net.result.SimResult``
+(model 'packet'): its rounds are ``step_times``, their sum ``time_s``, what the switches counted ``fabric``,
+and the rest (the ``Fabric`` with its traces, the flows, the bottleneck port) its ``PacketDetail``. One
+module over 300 lines because the three are one concept: the same star, the same result and the same
+checks of their settings.
 
 Their networks are ``netlab.net`` topologies, built as packet ports the one way chapter 9's are
 (``multiswitch.SwitchedNetwork``): the incast and the long flows a star (``net.fabrics.star``: senders
@@ -21,7 +24,7 @@ Defaults: 1500-byte packets, 25 us per link, so a 2-link path has a base RTT of 
 serialization (Vasudevan's SAN RTTs were 100-700 us).
 
 One concept: chapter 6's experiments on the packet fabric, sharing one incast set-up (``Incast``) and one
-result type (``Run``).
+result (``SimResult`` with a ``PacketDetail``).
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from .congestion import Congestion
 from .. import validate
 from ..net import fabrics
 from ..net.network import Link
+from ..net.result import SimResult
 from .engine import Fabric, Flow
 from .multiswitch import SwitchedNetwork
 from .rdma import DCQCN_RED
@@ -57,16 +61,43 @@ def check_settings(senders, block, bandwidth, switch: Congestion, *, rounds: int
         switch.pfc.check(switch.buffer, bandwidth, link_delay)
 
 
-@dataclass
-class Run:
-    """What a fabric run observed: the fabric (ports with queue traces), its flows, round times."""
-    fabric: Fabric
+def counters(engine: Fabric, flows) -> dict:
+    """What chapter 6's switches and senders counted: drops, marks, PFC pause seconds (every port's, summed),
+    timeouts and retransmissions (every flow's in ``flows``): a ``SimResult``'s ``fabric``."""
+    ports = engine.ports.values()
+    flows = [f for f in flows if f.sender is not None]
+    return {"drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
+            "pause_s": sum(p.paused_seconds() for p in ports),
+            "timeouts": sum(f.sender.timeouts for f in flows),
+            "retransmissions": sum(f.sender.retransmissions for f in flows)}
+
+
+@dataclass(eq=False)
+class PacketDetail:
+    """What the packet fabric observes of a run, beside the ``SimResult`` fields every model has (its rounds
+    are ``step_times``, their sum ``time_s``; its counters ``fabric``; ``net/result.py``): the ``engine``
+    (the ``Fabric``: its ports with their queue, drop, mark and pause traces, its event count), the measured
+    ``flows``, the ``network`` (``multiswitch.SwitchedNetwork``), the ``bottleneck`` port's name, the
+    ``payload`` the measured flows carried, and for chapter 9's runs the closed form ``ideal_s`` they are set
+    beside (None: none, chapter 6's) and the experiment's own numbers, ``info``. Read through the result:
+    ``run.engine.now``, ``run.flows``, ``run.queue()``."""
+    engine: Fabric
     flows: list
+    network: SwitchedNetwork
     bottleneck: str
-    rounds: list = field(default_factory=list)      # s, completion time of each round
-    payload: int = 0                                 # bytes the measured flows carried
-    wall_s: float = 0.0
-    complete: bool = True                            # False: stopped at its event limit, rounds unfinished
+    payload: int = 0
+    ideal_s: float | None = None
+    info: dict = field(default_factory=dict)
+    result: SimResult | None = field(default=None, repr=False)   # the run it belongs to (set by SimResult)
+
+    def finish(self, steps, *, wall_s: float, complete: bool = True, fabric: dict | None = None) -> SimResult:
+        """The run's ``SimResult``: ``steps`` its round times (s); ``fabric`` its counters (default
+        ``counters``, chapter 6's)."""
+        steps = list(steps)
+        time_s = math.inf if not complete else (sum(steps) if steps else self.engine.now)
+        return SimResult(model="packet", time_s=time_s, step_times=steps, wall_s=wall_s,
+                         topology=self.network.topology, complete=complete,
+                         fabric=counters(self.engine, self.flows) if fabric is None else fabric, detail=self)
 
     def delivered(self) -> int:
         """Bytes the receivers had in order when the run ended (all of them if it is complete)."""
@@ -74,28 +105,30 @@ class Run:
 
     @property
     def port(self):
-        return self.fabric.ports[self.bottleneck]
+        return self.engine.ports[self.bottleneck]
 
     def queue(self, port: str | None = None):
-        """(times s, queue bytes): the port's queue as a step function."""
-        p = self.fabric.ports[port or self.bottleneck]
+        """(times s, queue bytes): the port's queue (default the bottleneck's) as a step function."""
+        p = self.engine.ports[port or self.bottleneck]
         return np.asarray(p.q_t), np.asarray(p.q_bytes)
 
-    def totals(self) -> dict:
-        ports = self.fabric.ports.values()
-        flows = [f for f in self.flows if f.sender is not None]
-        return {"drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
-                "pause_s": sum(p.paused_seconds() for p in ports),
-                "timeouts": sum(f.sender.timeouts for f in flows),
-                "retransmissions": sum(f.sender.retransmissions for f in flows)}
+    def path_bytes(self) -> dict[str, int]:
+        """Bytes each switch-to-switch link carried (the per-path load)."""
+        return self.network.link_bytes("fabric")
 
     def summary(self) -> dict:
-        total = sum(self.rounds)
-        times = np.asarray(self.rounds) if self.rounds else np.asarray([math.nan])
-        return {"goodput_Bps": self.payload / total if total else math.nan,
-                "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
-                                 "max": float(times.max())},
-                "rounds": len(self.rounds), **self.totals(), "events": self.fabric.events, "wall_s": self.wall_s}
+        r = self.result
+        rounds = r.step_times.tolist()
+        total = sum(rounds)
+        times = np.asarray(rounds) if rounds else np.asarray([math.nan])
+        s = {"goodput_Bps": self.payload / total if total else math.nan,
+             "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                              "max": float(times.max())},
+             "rounds": len(rounds), **r.fabric, "events": self.engine.events, "wall_s": r.wall_s}
+        if self.ideal_s is not None:
+            s["ideal_s"] = self.ideal_s
+            s.update(self.info)
+        return s
 
 
 def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
@@ -169,7 +202,7 @@ class Incast:
             raise ValueError(f"delayed_ack: for window-based transports only, not {sw.transport!r}")
 
 
-def incast(config: Incast = Incast(), *, event_limit: int | None = None, progress=None) -> Run:
+def incast(config: Incast = Incast(), *, event_limit: int | None = None, progress=None) -> SimResult:
     """Run ``config``'s incast on the packet fabric: one ``Fabric``, a star of ``senders + 1`` hosts.
 
     ``window`` (the switch's) is each TCP receiver's advertised window in bytes (default Linux's initial
@@ -194,7 +227,8 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
     net = _star(fab, senders + 1, bandwidth=bandwidth, link_delay=link_delay, switch=sw, ecn=ecn, shared=shared_buffer,
                 burst=burst)
     paths = [_path(net, i, senders + 1) for i in range(senders + 1)]       # host i -> rx; host `senders`: other job
-    run = Run(fab, [], "tor->rx")
+    detail = PacketDetail(fab, [], net, "tor->rx", payload=senders * block * rounds)
+    times = []                                                              # s, each round's
     options = dict(transport_options or {})
     if window is not None and tp.takes_window(transport):
         options.setdefault("max_window", window)
@@ -208,14 +242,14 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
             flow.delayed_ack = delayed_ack
             sender = tp.make(transport, flow, rto_min, **options)
             if persistent and state["round"] > 0 and hasattr(sender, "resume"):
-                sender.resume(run.flows[-senders].sender)
+                sender.resume(detail.flows[-senders].sender)
             fab.add_flow(flow, sender)
-            run.flows.append(flow)
+            detail.flows.append(flow)
 
     def flow_done(flow):
         state["left"] -= 1
         if state["left"] == 0:
-            run.rounds.append(fab.now - state["start"])
+            times.append(fab.now - state["start"])
             state["round"] += 1
             if state["round"] < rounds:
                 start_round()
@@ -242,24 +276,23 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
         def stop():
             ticks[0] += 1
             if not ticks[0] & 4095:
-                current = run.flows[-senders:] if state["round"] < rounds else []
+                current = detail.flows[-senders:] if state["round"] < rounds else []
                 progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
             return state["round"] >= rounds
     fab.run(time_limit, stop=stop, max_events=event_limit)
     if progress is not None:
-        current = run.flows[-senders:] if state["round"] < rounds else []
+        current = detail.flows[-senders:] if state["round"] < rounds else []
         progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
+    complete = True
     if state["round"] < rounds and event_limit is not None and fab.events >= event_limit:
-        run.complete = False
+        complete = False
     elif state["round"] < rounds:
         raise RuntimeError(f"incast: only {state['round']} of {rounds} rounds finished in {time_limit} s of virtual time")
-    run.payload = senders * block * rounds
-    run.wall_s = time.perf_counter() - wall
-    return run
+    return detail.finish(times, wall_s=time.perf_counter() - wall, complete=complete)
 
 
 def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = Congestion("dctcp", rto_min=tp.RTO_MIN),
-               duration: float = 0.02, link_delay: float = LINK_DELAY, loss: float = 0.0) -> Run:
+               duration: float = 0.02, link_delay: float = LINK_DELAY, loss: float = 0.0) -> SimResult:
     """n flows that never end, for ``duration`` seconds, through one port (a dumbbell) of ``switch`` (its
     transport, buffer, ECN, RTOmin and seed); ``loss``: the probability that the port's link loses a packet
     (independent, seeded), as for Mathis et al.'s relation."""
@@ -275,14 +308,13 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = 
     fab = Fabric(switch.seed)
     net = _star(fab, n, bandwidth=bandwidth, link_delay=link_delay, switch=switch, ecn=switch.ecn, shared=False)
     fab.ports["tor->rx"].loss = float(loss)
-    run = Run(fab, [], "tor->rx")
+    detail = PacketDetail(fab, [], net, "tor->rx")
     for i in range(n):
         flow = Flow(fab, f"f{i}", _path(net, i, n), 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
-        run.flows.append(flow)
+        detail.flows.append(flow)
     fab.run(duration)
-    run.wall_s = time.perf_counter() - wall
-    return run
+    return detail.finish([], wall_s=time.perf_counter() - wall)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,7 +342,7 @@ class Victim:
         check_settings(self.incast_senders, 1, self.bandwidth, self.switch, link_delay=self.link_delay)
 
 
-def victim(pfc: bool = True, *, config: Victim = Victim()) -> Run:
+def victim(pfc: bool = True, *, config: Victim = Victim()) -> SimResult:
     """F1: H1->R1 and F2: H2->R2 over S1->S2; ``incast_senders`` hosts on S2 blast R2 for ``incast_length``.
 
     The incast hosts each send at line rate for the incast's length (DCQCN-validation's 15 hosts x
@@ -334,19 +366,18 @@ def victim(pfc: bool = True, *, config: Victim = Victim()) -> Run:
     ports = {f"{h}->{s}": f"{h}.nic" for h, s in [("H1", "S1"), ("H2", "S1")] + [(f"H{i + 3}", "S2") for i in range(n)]}
     ports |= {name: name for name in ("S1->S2", "S2->R1", "S2->R2")}
     net = SwitchedNetwork(fab, topo, switch=replace(sw, pfc=control), ecn=ecn, ports=ports)
-    run = Run(fab, [], "S2->R2")
+    detail = PacketDetail(fab, [], net, "S2->R2")
     for name, src, dst in (("F1 (H1->R1)", 0, 2), ("F2 (H2->R2)", 1, 3)):
         flow = Flow(fab, name, _path(net, src, dst), 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
-        run.flows.append(flow)
+        detail.flows.append(flow)
     block = int(bandwidth * c.incast_length)
     for i in range(n):
         flow = Flow(fab, f"incast H{i + 3}->R2", _path(net, 4 + i, 3), block, start=c.incast_start)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
-        run.flows.append(flow)
+        detail.flows.append(flow)
     fab.run(c.duration)
-    run.wall_s = time.perf_counter() - wall
-    return run
+    return detail.finish([], wall_s=time.perf_counter() - wall)
 
 
 def headroom(bandwidth: float, link_delay: float = LINK_DELAY) -> float:
@@ -396,9 +427,9 @@ def jitter(transports=("reno", "dctcp", "dcqcn"), *, config: Incast = JITTER, pf
         switch = replace(config.switch, transport=name, ecn=default_ecn(name, bandwidth), pfc=control)
         run = incast(replace(config, switch=switch), event_limit=event_limit, progress=tick)
         if not run.complete:
-            raise ValueError(f"rounds: {name} finished {len(run.rounds)} of {rounds} rounds within "
+            raise ValueError(f"rounds: {name} finished {len(run.step_times)} of {rounds} rounds within "
                              f"{event_limit:,} events, the most one run may take; ask for fewer rounds")
-        times = np.asarray(run.rounds)
+        times = np.asarray(run.step_times)
         out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
                      "max": float(times.max()), "mean": float(times.mean()),
                      "ideal": senders * block / bandwidth}
