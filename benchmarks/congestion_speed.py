@@ -28,8 +28,8 @@ from netlab.fabric.experiments import headroom
 
 def timed(label, fn):
     wall, run = harness_timed(fn)
-    events = getattr(getattr(run, "fabric", None), "events", 0)
-    slept = getattr(getattr(run, "fabric", None), "ghosts", 0)
+    events = getattr(getattr(run, "engine", None), "events", 0)
+    slept = getattr(getattr(run, "engine", None), "ghosts", 0)
     per = f", {wall / events * 1e6:.1f} us/event" if events else ""
     print(f"{label:58s} {wall:6.3f} s  {events:7d} events{per}" + (f" ({slept} timer firings slept)" if slept else ""))
 
