@@ -120,8 +120,8 @@ class SwitchedNetwork:
                     if sw is None:
                         sw = self.switches[plane][u] = fabric.switch(
                             prefix + t.labels[u], pfc=pfc, shared_buffer=buffer if shared_buffer else None)
-                    port = special.get(label, port_cls)(fabric, name, rate, delay, buffer=None if shared_buffer else buffer,
-                                                        ecn=ecn, switch=sw)
+                    cls = special.get(label, port_cls)
+                    port = cls(fabric, name, rate, delay, buffer=None if shared_buffer else buffer, ecn=ecn, switch=sw)
                 elif self.planes > 1:
                     port = PlanePort(fabric, name, rate, delay)
                 else:

@@ -1,9 +1,11 @@
 """What a run returns, and the one reply format both launchers use (netlab's pool and torchrun).
 
 A rank packs its reply with ``pack``; the launcher turns every rank's reply into a ``RunResult``
-with ``assemble``. A simulated run returns the other result type, ``net.result.SimResult``; the two share
-their names where they mean the same: ``wall_s``, ``time_s``, ``fabric``, ``message_pattern()``. The pool sends the packed replies over its pipes, torchrun all-gathers them:
+with ``assemble``. The pool sends the packed replies over its pipes, torchrun all-gathers them:
 the format is the same, so the two give the same result object.
+
+A simulated run returns the other result type, ``net.result.SimResult``; the two share their names
+where they mean the same: ``wall_s``, ``time_s``, ``fabric``, ``message_pattern()``.
 """
 from __future__ import annotations
 
