@@ -146,6 +146,7 @@ def _star(fab: Fabric, hosts: int, *, bandwidth: float, link_delay: float, switc
     The fabric gets only the ports its traffic crosses, as the chapter names them: each host's NIC 'h{i}.nic'
     and 'tor->rx' (a tbf-like token bucket with ``burst``, ``switch.TokenBucketPort``); the receiver's ACKs
     take no port."""
+    validate.number(link_delay, "delay", 0)          # as a port checks it, before the Link doubles it
     labels = [f"h{i}" for i in range(hosts)] + ["rx"]
     topo = fabrics.star(hosts + 1, Link(bandwidth, 2 * link_delay), labels=labels, switch="tor")
     ports = {f"h{i}->tor": f"h{i}.nic" for i in range(hosts)} | {"tor->rx": "tor->rx"}
@@ -360,6 +361,7 @@ def victim(pfc: bool = True, *, config: Victim = Victim()) -> SimResult:
         check_settings(c.incast_senders, 1, bandwidth, replace(sw, pfc=control), link_delay=link_delay)
     fab = Fabric(sw.seed)
     n = c.incast_senders
+    validate.number(link_delay, "delay", 0)          # as a port checks it, before the Link doubles it
     labels = ["H1", "H2", "R1", "R2"] + [f"H{i + 3}" for i in range(n)]
     topo = fabrics.dumbbell(2, 2 + n, Link(bandwidth, 2 * link_delay), trunk=Link(c.trunk * bandwidth, link_delay),
                             labels=labels)
