@@ -56,8 +56,8 @@ def fat_tree() -> None:
         wall = time.perf_counter() - t0
         s = r.summary()
         print(f"128-host fat-tree, 127 x 64 KB incast, sprayed, {transport}{' + trimming' if trim else ''}: "
-              f"resolved in {wall:.2f} s of wall time ({r.fabric.events:,} events, {wall / r.fabric.events * 1e6:.1f} "
-              f"us each); {r.completion_s * 1e6:.1f} us of virtual time (N x block / B = {r.ideal_s * 1e6:.1f} us), "
+              f"resolved in {wall:.2f} s of wall time ({r.engine.events:,} events, {wall / r.engine.events * 1e6:.1f} "
+              f"us each); {r.time_s * 1e6:.1f} us of virtual time (N x block / B = {r.ideal_s * 1e6:.1f} us), "
               f"trims {s['trims']}, timeouts {s['timeouts']}")
 
 

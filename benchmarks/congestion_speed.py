@@ -28,8 +28,8 @@ from netlab.fabric.experiments import headroom
 
 def timed(label, fn):
     wall, run = harness_timed(fn)
-    events = getattr(getattr(run, "fabric", None), "events", 0)
-    slept = getattr(getattr(run, "fabric", None), "ghosts", 0)
+    events = getattr(getattr(run, "engine", None), "events", 0)
+    slept = getattr(getattr(run, "engine", None), "ghosts", 0)
     per = f", {wall / events * 1e6:.1f} us/event" if events else ""
     print(f"{label:58s} {wall:6.3f} s  {events:7d} events{per}" + (f" ({slept} timer firings slept)" if slept else ""))
 
@@ -85,7 +85,7 @@ def panel_sweep():
         run = panel.last
         if panel.text.startswith("cannot run this setting"):
             continue                                              # e.g. PFC without headroom: no run
-        rows.append((wall, cpu, run.fabric.events, run.summary()["wall_s"], run.complete, setting))
+        rows.append((wall, cpu, run.engine.events, run.summary()["wall_s"], run.complete, setting))
     walls, cpus = sorted(r[0] for r in rows), sorted(r[1] for r in rows)
     print(f"{'chapter 6 panel over ' + str(len(rows)) + ' settings (run + figure + PNG)':58s} "
           f"median {statistics.median(walls):.3f} s, max {walls[-1]:.3f} s (CPU time: median "

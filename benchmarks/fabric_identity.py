@@ -22,7 +22,7 @@ def digest(values) -> str:
 
 
 def observed(run) -> dict:
-    fab = run.fabric
+    fab = run.engine
     ports = {name: {"drops": p.drops, "marks": p.marks, "pauses": p.pauses, "pause_s": p.paused_seconds(),
                     "tx_bytes": p.tx_bytes, "queue": digest(p.q_bytes), "queue_t": digest(p.q_t),
                     "drop_t": digest(p.drop_t), "mark_t": digest(p.mark_t)}
@@ -31,7 +31,7 @@ def observed(run) -> dict:
               "timeouts": f.sender.timeouts, "retransmissions": f.sender.retransmissions,
               "rx": digest(f.rx_t), "w_t": digest(f.sender.w_t), "w": digest(f.sender.w),
               "alpha": getattr(f.sender, "alpha", None)} for f in run.flows if f.sender is not None]
-    return {"rounds": [float(r) for r in run.rounds], "ports": ports, "flows": flows,
+    return {"rounds": [float(r) for r in run.step_times], "ports": ports, "flows": flows,
             "summary": {k: v for k, v in run.summary().items() if k not in ("events", "wall_s")},
             "events (not compared)": fab.events}
 

@@ -39,7 +39,7 @@ def test_a_star_built_from_a_topology_is_chapter_6s_incast_to_the_last_digit():
                             switch=Congestion("reno", buffer=32 * KB, rto_min=0.2)))
     ours = E.incast(16, 256 * KB,
                     switch=replace(E.INCAST, topology="star", transport="reno", buffer=32 * KB, rto_min=0.2, ecn=None))
-    assert ours.completion_s == ch6.rounds[0]
+    assert ours.time_s == ch6.step_times[0]
     assert ours.summary()["drops"] == ch6.summary()["drops"] and ours.summary()["timeouts"] == ch6.summary()["timeouts"]
 
 
@@ -76,8 +76,8 @@ def test_ecmp_collisions_and_spraying_against_the_flow_simulators_max_min_and_li
     flow_model = block / min(rates)                                  # the slowest flow's time, max-min fair
     assert ecmp.info["ecmp_collisions"] >= 2 and flow_model == pytest.approx(ecmp.info["ecmp_collisions"] * block / GBIT)
     rtt = ecmp.flows[0].base_rtt
-    assert flow_model <= ecmp.completion_s <= flow_model + 12 * rtt
-    assert block / GBIT <= spray.completion_s <= block / GBIT + 12 * rtt < 0.75 * ecmp.completion_s
+    assert flow_model <= ecmp.time_s <= flow_model + 12 * rtt
+    assert block / GBIT <= spray.time_s <= block / GBIT + 12 * rtt < 0.75 * ecmp.time_s
 
 
 # ---- trimming ------------------------------------------------------------------------------------------
@@ -112,8 +112,8 @@ def test_a_trimmed_incast_ends_near_n_block_over_b_with_no_timeout_where_drop_ta
     rtt = trimmed.flows[0].base_rtt
     s = trimmed.summary()
     assert s["timeouts"] == 0 and s["drops"] == 0 and s["trims"] > 0 and s["nacks"] == s["trims"]
-    assert ideal <= trimmed.completion_s <= ideal + 10 * rtt
-    assert dropping.completion_s > ideal + 0.2 and dropping.summary()["timeouts"] > 0
+    assert ideal <= trimmed.time_s <= ideal + 10 * rtt
+    assert dropping.time_s > ideal + 0.2 and dropping.summary()["timeouts"] > 0
 
 
 def test_receiver_credits_keep_the_incast_queue_within_a_few_packets():
@@ -122,7 +122,7 @@ def test_receiver_credits_keep_the_incast_queue_within_a_few_packets():
     s = r.summary()
     assert s["drops"] == 0 and s["trims"] == 0 and s["timeouts"] == 0
     assert max(r.port.q_bytes) <= 4 * 1500
-    assert r.completion_s <= n * block / GBIT + 3 * r.flows[0].base_rtt
+    assert r.time_s <= n * block / GBIT + 3 * r.flows[0].base_rtt
 
 
 def test_the_pull_pacer_grants_one_packet_of_credit_per_packet_time():
@@ -152,7 +152,7 @@ def test_under_spraying_reno_resends_packets_that_were_never_lost_and_a_reorder_
     assert r["drops"] == 0 and r["retransmissions"] > 0 and r["fast_retransmits"] > 0
     assert r["duplicates"] == r["retransmissions"]                   # each resend reached a receiver that had it
     assert u["drops"] == 0 and u["retransmissions"] == 0 and u["duplicates"] == 0
-    assert reno.completion_s > nscc.completion_s
+    assert reno.time_s > nscc.time_s
 
 
 def test_per_flow_ecmp_never_reorders():
@@ -170,11 +170,11 @@ def test_reps_leaves_a_failed_link_within_a_few_round_trips_and_ecmp_hashes_onto
     rtt = reps.flows[0].base_rtt
     assert 0 < reps.info["lost_on_failed_link"] and reps.info["last_sent_onto_it_s"] < 5 * rtt
     assert 0 < ecmp.info["last_sent_onto_it_s"] <= 10e-3                # it kept hashing onto it, then routing moved it
-    assert ecmp.completion_s > 1.5 * reps.completion_s
+    assert ecmp.time_s > 1.5 * reps.time_s
     # after the failure the other 3 spine links carry the rest: 2 ms at 4 links' rate, then 3
     total, done = 4 * 2 * 1024 * 1024, 2e-3 * 4 * GBIT
     squeezed = 2e-3 + (total - done) / (3 * GBIT)
-    assert squeezed <= reps.completion_s <= 1.05 * squeezed
+    assert squeezed <= reps.time_s <= 1.05 * squeezed
 
 
 def test_a_failed_link_loses_its_queue_and_everything_sent_to_it_afterwards():
@@ -202,10 +202,10 @@ def test_eight_planes_match_one_link_healthy_and_lose_one_eighth_with_a_plane_do
     cut = E.planes_step(8, 2 * 1024 * 1024,
                         switch=replace(E.PLANES, multipath="reps", planes=1), failed="link", time_limit=0.05)
     hashed = E.planes_step(8, 2 * 1024 * 1024, switch=replace(E.PLANES, multipath="ecmp", planes=8))
-    assert healthy.completion_s == pytest.approx(single.completion_s, rel=0.03)
-    assert down.completion_s == pytest.approx(healthy.completion_s * 8 / 7, rel=0.03)
+    assert healthy.time_s == pytest.approx(single.time_s, rel=0.03)
+    assert down.time_s == pytest.approx(healthy.time_s * 8 / 7, rel=0.03)
     assert not cut.complete                                          # one link: the host is cut off
-    assert hashed.completion_s > 6 * healthy.completion_s             # a hashed flow stays on one plane
+    assert hashed.time_s > 6 * healthy.time_s             # a hashed flow stays on one plane
 
 
 # ---- REPS ------------------------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ def test_two_runs_are_identical():
                     switch=replace(E.RING, topology="fattree:4", transport="nscc", multipath="reps", seed=3))
     b = E.ring_step(None, 128 * KB,
                     switch=replace(E.RING, topology="fattree:4", transport="nscc", multipath="reps", seed=3))
-    assert a.completion_s == b.completion_s and [f.done_at for f in a.flows] == [f.done_at for f in b.flows]
+    assert a.time_s == b.time_s and [f.done_at for f in a.flows] == [f.done_at for f in b.flows]
 
 
 def test_bad_combinations_are_refused_with_one_line_naming_the_parameter():

@@ -14,13 +14,13 @@ def test_each_change_runs_the_fabric_and_replaces_one_figure():
     hashed = panel.last
     panel.set(multipath="spray")
     sprayed = panel.last
-    assert sprayed.completion_s < hashed.completion_s and panel.runs == 2
+    assert sprayed.time_s < hashed.time_s and panel.runs == 2
     assert f"done in" in panel.text and "busiest switch link" in panel.text
     png = [o for o in panel.out.outputs if "image/png" in o["data"]]
     assert len(png) == 1 and len(fabric_run(panel.last).axes) == 3
     again = run_setting(dict(topology="fat-tree k=4", traffic="ring step", multipath="spray", transport="nscc",
                              senders=7))
-    assert again.completion_s == sprayed.completion_s                      # the panel's run, as documented
+    assert again.time_s == sprayed.time_s                      # the panel's run, as documented
 
 
 def test_greyed_controls_mean_nothing_and_refused_settings_say_why():
@@ -37,7 +37,7 @@ def test_greyed_controls_mean_nothing_and_refused_settings_say_why():
 def test_a_failure_falls_within_the_run_and_a_long_run_stops_at_the_budget(monkeypatch):
     r = run_setting(dict(topology="spine-leaf (4 spines)", traffic="incast", transport="nscc", trim=True,
                          multipath="reps", senders=7, rto_min="1ms", failure="a link"))
-    assert r.complete and r.network.failures[0][0].at < r.completion_s
+    assert r.complete and r.network.failures[0][0].at < r.time_s
     monkeypatch.setattr(ch9, "PANEL_EVENTS", 2000)
     panel = EthernetPanel(senders=3)
     assert not panel.last.complete and panel.text.startswith("stopped after")

@@ -33,7 +33,7 @@ def test_a_few_flows_finish_in_milliseconds_and_the_round_waits_out_timeouts():
     quick = [t for t in took if t < 0.02]                 # within a few milliseconds (lossless: 2.1 ms each)
     assert 1 <= len(quick) < 16 // 2                     # a few, not most
     assert all(t < 0.02 or t > 0.2 for t in took)       # the rest waited out RTOmin at least once
-    assert one.rounds[0] == pytest.approx(max(took)) and max(took) > 0.2    # as long as the unluckiest flow
+    assert one.step_times[0] == pytest.approx(max(took)) and max(took) > 0.2    # as long as the unluckiest flow
 
 
 def _mathis_ratio(p, seconds, seed):
@@ -180,12 +180,12 @@ def test_ten_flows_oscillate_at_85us_where_two_flows_and_4us_do_not(dt):
 def test_pfc_makes_f1_a_victim_and_without_pfc_the_incast_is_dropped():
     on, off = victim(pfc=True), victim(pfc=False)
     during = {name: rates(run.flows[0], 0.001, 0.003, 1)[1][0] * 8 / 1e9 for name, run in (("on", on), ("off", off))}
-    after = rates(on.flows[0], 0.003, on.fabric.now, 1)[1][0] * 8 / 1e9
-    assert during["on"] < 5 and after < 5 and on.fabric.ports["S1->S2"].paused_seconds() > 0
-    assert during["off"] > 9.5 and off.fabric.ports["S2->R2"].drops > 0 and on.fabric.ports["S2->R2"].drops == 0
+    after = rates(on.flows[0], 0.003, on.engine.now, 1)[1][0] * 8 / 1e9
+    assert during["on"] < 5 and after < 5 and on.engine.ports["S1->S2"].paused_seconds() > 0
+    assert during["off"] > 9.5 and off.engine.ports["S2->R2"].drops > 0 and on.engine.ports["S2->R2"].drops == 0
     burst = on.flows[2:]
     assert len(burst) == 15 and sum(f.size for f in burst) / (10e9 / 8) == pytest.approx(0.015, rel=0.01)
-    assert any(f.done_at is None for f in on.flows[2:]) and on.fabric.now < 0.015
+    assert any(f.done_at is None for f in on.flows[2:]) and on.engine.now < 0.015
 
 
 @claim("ch6.jitter-tail")
@@ -225,7 +225,7 @@ def test_the_round_on_real_ranks_is_the_models_round():
         real_s, _ = incast_on_ranks(8, 256 * KB, "1Gbit/s", "50us",
                                     congestion=Congestion("reno", buffer=32 * KB, rto_min=rto))
         assert real_s == incast(Incast(senders=8, block=256 * KB, rounds=1, bandwidth=GBIT,
-                                       switch=Congestion("reno", buffer=32 * KB, rto_min=rto))).rounds[0]
+                                       switch=Congestion("reno", buffer=32 * KB, rto_min=rto))).step_times[0]
 
 
 @pytest.mark.slow

@@ -28,14 +28,14 @@ def _steps():
 def test_ecmp_puts_two_flows_on_a_link_and_takes_about_twice_sprayings_time():
     s = _steps()
     assert s["ecmp"].info["ecmp_collisions"] == 2
-    assert 1.6 <= s["ecmp"].completion_s / s["spray"].completion_s <= 2.2
+    assert 1.6 <= s["ecmp"].time_s / s["spray"].time_s <= 2.2
 
 
 @claim("ch9.spraying-near-line-rate")
 def test_spraying_loads_links_evenly_and_ends_within_a_few_round_trips_of_block_over_b():
     s = _steps()
     spray, ecmp = s["spray"], s["ecmp"]
-    assert spray.completion_s <= BLOCK / GBIT + 3 * spray.flows[0].base_rtt
+    assert spray.time_s <= BLOCK / GBIT + 3 * spray.flows[0].base_rtt
     loads, hashed = list(spray.path_bytes().values()), list(ecmp.path_bytes().values())
     assert max(loads) <= 1.2 * sum(loads) / len(loads) and min(hashed) == 0 and max(hashed) >= 2 * BLOCK
 
@@ -63,7 +63,7 @@ def test_reno_resends_packets_the_receiver_had_and_is_slower_than_nscc():
     r, u = runs["reno"].summary(), runs["nscc"].summary()
     assert r["drops"] == 0 and r["retransmissions"] > 0 and r["duplicates"] == r["retransmissions"]
     assert r["fast_retransmits"] > 0                      # each one halves Reno's window
-    assert u["retransmissions"] == 0 and runs["reno"].completion_s > runs["nscc"].completion_s
+    assert u["retransmissions"] == 0 and runs["reno"].time_s > runs["nscc"].time_s
 
 
 def _incasts():
@@ -79,9 +79,9 @@ def _incasts():
 def test_trimming_ends_within_a_few_round_trips_of_n_block_over_b_where_drop_tail_waits_out_rtomin():
     r = _incasts()
     ideal = r["trim"].ideal_s
-    assert ideal <= r["trim"].completion_s <= ideal + 10 * r["trim"].flows[0].base_rtt
+    assert ideal <= r["trim"].time_s <= ideal + 10 * r["trim"].flows[0].base_rtt
     assert r["trim"].summary()["timeouts"] == 0 and r["trim"].summary()["pause_s"] == 0
-    assert r["reno"].completion_s > ideal + 0.2 and r["nscc"].completion_s > ideal + 0.2
+    assert r["reno"].time_s > ideal + 0.2 and r["nscc"].time_s > ideal + 0.2
     assert r["pfc"].summary()["pause_s"] > 0 and max(r["pfc"].port.q_bytes) > 32 * KB
 
 
@@ -100,8 +100,8 @@ def test_reps_leaves_the_dead_link_in_round_trips_and_ecmp_waits_for_routing():
     rtt = f["reps"].flows[0].base_rtt
     squeezed = at + (4 * 2 * 1024 * KB - at * 4 * GBIT) / (3 * GBIT)
     assert f["reps"].info["last_sent_onto_it_s"] <= 3 * rtt
-    assert squeezed <= f["reps"].completion_s <= 1.05 * squeezed
-    assert f["ecmp"].completion_s > 2 * f["reps"].completion_s
+    assert squeezed <= f["reps"].time_s <= 1.05 * squeezed
+    assert f["ecmp"].time_s > 2 * f["reps"].time_s
     assert reroute - rtt <= f["spray"].info["last_sent_onto_it_s"] <= reroute
 
 
@@ -113,9 +113,9 @@ def test_planes_match_one_link_keep_seven_eighths_and_hashing_gets_an_eighth():
     down = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, planes=8), failed="link")
     cut = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, planes=1), failed="link", time_limit=0.05)
     hashed = ethernet.planes_step(8, step, switch=replace(ethernet.PLANES, multipath="ecmp", planes=8))
-    assert healthy.completion_s == pytest.approx(single.completion_s, rel=0.03)
-    assert healthy.completion_s / down.completion_s == pytest.approx(7 / 8, rel=0.03)
-    assert not cut.complete and hashed.ideal_s / hashed.completion_s <= 1 / 8
+    assert healthy.time_s == pytest.approx(single.time_s, rel=0.03)
+    assert healthy.time_s / down.time_s == pytest.approx(7 / 8, rel=0.03)
+    assert not cut.complete and hashed.ideal_s / hashed.time_s <= 1 / 8
 
 
 OK, WHY = linux.available()

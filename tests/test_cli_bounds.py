@@ -61,7 +61,7 @@ def test_progress_is_the_receivers_bytes_rising_to_the_whole_payload():
     assert len(seen) > 5                                         # it moved before the end
     plain = incast(Incast(senders=16, block=256 * 1024, rounds=3, bandwidth=1e9 / 8,
                           switch=Congestion("reno", buffer=64 * 1024, rto_min=0.2)))
-    assert plain.fabric.events == run.fabric.events and plain.rounds == run.rounds   # the same run
+    assert plain.engine.events == run.engine.events and list(plain.step_times) == list(run.step_times)   # the same run
 
 
 def test_a_run_stopped_at_its_event_budget_is_refused_naming_rounds(capsys, monkeypatch):

@@ -68,7 +68,7 @@ def test_jitter_keeps_its_runs_only_when_asked():
                                             switch=Congestion('reno', buffer=64 * 1024, background=0.2)))["dctcp"]
     full = jitter(("dctcp",), config=Incast(senders=2, block=16 * 1024, rounds=3,
                                             switch=Congestion('reno', buffer=64 * 1024, background=0.2)), keep_runs=True)["dctcp"]
-    assert "run" not in lean and list(full["run"].rounds) == list(lean["times"])
+    assert "run" not in lean and list(full["run"].step_times) == list(lean["times"])
     assert {k: v for k, v in full.items() if k not in ("run", "times")} == {k: v for k, v in lean.items() if k != "times"}
 
 
@@ -80,10 +80,10 @@ def test_a_round_past_the_panels_event_limit_is_shown_as_far_as_it_got_and_says_
                    pfc=False, rto_min="200ms")
     panel = CongestionPanel(**{k: v for k, v in setting.items() if k != "ecn_k"})
     cut = panel.last
-    assert not cut.complete and cut.fabric.events == 500 and cut.rounds == []
+    assert not cut.complete and cut.engine.events == 500 and cut.step_times.size == 0
     assert panel.text.startswith("stopped after 500 events") and "python -m netlab congestion incast" in panel.text
     full = ch6.run_setting(setting)                       # the same round, run to its end
-    assert full.complete and full.fabric.events > 500 and len(full.rounds) == 1
+    assert full.complete and full.engine.events > 500 and len(full.step_times) == 1
     # the panel showed a prefix of that run: the same drops and queue, up to where it stopped
     assert cut.port.drop_t == full.port.drop_t[:len(cut.port.drop_t)]
     assert cut.port.q_bytes == full.port.q_bytes[:len(cut.port.q_bytes)]

@@ -51,12 +51,12 @@ def test_pfc_incast_is_lossless_and_takes_n_blocks_over_bandwidth(transport):
 
 def _steady_queue(run, start):
     t, q = run.queue()
-    grid = np.arange(start, run.fabric.now, 5e-6)
+    grid = np.arange(start, run.engine.now, 5e-6)
     return grid, q[np.searchsorted(t, grid, side="right") - 1] / 1500   # packets, sampled every 5 us
 
 
 def _utilization(run, start):
-    return sum(rates(f, start, run.fabric.now, 1)[1][0] for f in run.flows) / (10 * GBIT)
+    return sum(rates(f, start, run.engine.now, 1)[1][0] for f in run.flows) / (10 * GBIT)
 
 
 def test_dctcp_queue_oscillates_around_k_as_the_sawtooth_analysis_says():
@@ -103,9 +103,9 @@ def test_pfc_victim_flow_loses_throughput_only_with_pfc():
         assert rates(run.flows[0], 0.0005, 0.001, 1)[1][0] >= 0.99 * 10 * GBIT     # F1 at line rate before
     during_on = rates(on.flows[0], 0.001, 0.003, 1)[1][0]
     during_off = rates(off.flows[0], 0.001, 0.003, 1)[1][0]
-    assert during_on <= 0.5 * 10 * GBIT and on.fabric.ports["S1->S2"].paused_seconds() > 0
+    assert during_on <= 0.5 * 10 * GBIT and on.engine.ports["S1->S2"].paused_seconds() > 0
     assert on.summary()["drops"] == 0
-    assert during_off >= 0.95 * 10 * GBIT and off.fabric.ports["S2->R2"].drops > 0
+    assert during_off >= 0.95 * 10 * GBIT and off.engine.ports["S2->R2"].drops > 0
 
 
 def test_a_run_is_deterministic():

@@ -9,7 +9,8 @@ LINE = 40e9 / 8
 def _amplitudes(run, edges):
     out = []
     for a, b in zip(edges[:-1], edges[1:]):
-        q = run.queue[(run.t >= a) & (run.t < b)]
+        t, queue = run.queue()
+        q = queue[(t >= a) & (t < b)]
         out.append(q.max() - q.min())
     return out
 

@@ -152,7 +152,7 @@ def test_real_ranks_give_the_model_scenarios_incast_exactly(transport, rto_min):
     spec = Congestion(transport, buffer=32 * 1024, rto_min=rto_min)
     # latency: 2 links x 25 us, as the model
     round_s, summary = incast_on_ranks(8, 256 * 1024, "1Gbit/s", "50us", congestion=spec)
-    assert round_s == model.rounds[0]
+    assert round_s == model.step_times[0]
     assert summary["timeouts"] == model.summary()["timeouts"]
 
 

@@ -41,8 +41,8 @@ def observed(run):
     flows = [(f.name, f.done_at, f.drops, f.sender.timeouts, f.sender.retransmissions, f.sender.alpha,
               f.sender.rc, f.sender.timer_stage, tuple(f.sender.w_t), tuple(f.sender.w)) for f in run.flows]
     ports = [(p.name, p.drops, p.marks, p.pauses, p.paused_seconds(), tuple(p.q_t), tuple(p.q_bytes))
-             for p in run.fabric.ports.values()]
-    return run.rounds, flows, ports, run.fabric.now
+             for p in run.engine.ports.values()]
+    return run.step_times.tolist(), flows, ports, run.engine.now
 
 
 RUNS = {
@@ -64,12 +64,12 @@ def test_sleeping_timers_give_the_same_run_as_an_event_per_firing(name, monkeypa
         m.setattr(DCQCN, "sleep", _as_events)
         m.setattr(Fabric, "run", _plain_run)
         plain = RUNS[name]()
-    assert plain.fabric.ghosts == 0
+    assert plain.engine.ghosts == 0
     assert observed(slept) == observed(plain)
-    assert slept.fabric.events + slept.fabric.ghosts == plain.fabric.events
+    assert slept.engine.events + slept.engine.ghosts == plain.engine.events
 
 
 def test_a_lossy_dcqcn_round_sleeps_most_of_its_timer_firings():
     run = RUNS["lossy incast"]()
     assert run.summary()["timeouts"] > 0
-    assert run.fabric.ghosts > 5 * run.fabric.events
+    assert run.engine.ghosts > 5 * run.engine.events

@@ -120,7 +120,7 @@ def test_contention_slows_a_shuffled_ring_and_the_bottleneck_is_a_fabric_link():
     ordered = sim.simulate(topo, "allreduce", "ring", 64 << 20)
     shuffled = sim.simulate(sim.Simulator(topo, placement="shuffled", seed=0), "allreduce", "ring", 64 << 20)
     assert shuffled.time_s > 2 * ordered.time_s
-    assert topo.kind_of(shuffled.bottleneck) == "fabric" and topo.kind_of(ordered.bottleneck) == "nic"
+    assert topo.kind_of(shuffled.bottleneck_link) == "fabric" and topo.kind_of(ordered.bottleneck_link) == "nic"
     assert set(shuffled.time_by_bottleneck_kind()) == {"fabric"}
 
 

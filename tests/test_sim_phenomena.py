@@ -65,7 +65,7 @@ def test_a_flat_ring_across_rails_collides_where_the_rail_algorithm_does_not():
     topo = fabrics.fat_tree(16, host=Host(8, nics=8, rail=True), hosts=8)
     flat = sim.simulate(topo, "allreduce", "ring", 64 << 20)
     rail = sim.simulate(topo, "allreduce", "hierarchical_rail", 64 << 20)
-    assert topo.kind_of(flat.bottleneck) == "fabric" and flat.slowest_flow < 1
+    assert topo.kind_of(flat.bottleneck_link) == "fabric" and flat.slowest_flow < 1
     assert rail.slowest_flow == 1.0
 
 

@@ -13,6 +13,7 @@ A wrong answer is told the case, what came back and what was expected there, not
 from __future__ import annotations
 
 import copy
+import time
 
 from . import CheckResult, call_student
 
@@ -51,6 +52,7 @@ def _fabric(fn) -> dict:
     from ..fabric import ethernet
     from ..fabric.congestion import Congestion
     from ..fabric.failure import Failure
+    from ..fabric.experiments import PacketDetail
     from ..fabric.multipath import Chooser
     f = FABRIC
 
@@ -82,13 +84,13 @@ def _fabric(fn) -> dict:
     fab, net = ethernet.build("spineleaf:2:4:1", f["hosts"], switch=switch)
     failure = Failure(f["link"], f["at"], None)
     net.fail(failure)
-    run = ethernet.Result(fab, [], "", network=net)
-    left = [f["hosts"] // 2]
+    detail, wall = PacketDetail(fab, [], net, ""), time.perf_counter()
+    left, times = [f["hosts"] // 2], []
 
     def done(_):
         left[0] -= 1
         if not left[0]:
-            run.rounds.append(fab.now)
+            times.append(fab.now)
     for i in range(f["hosts"] // 2):
         a, b = i, f["hosts"] // 2 + i
         paths = net.paths(net.node(a), net.node(b))
@@ -96,10 +98,11 @@ def _fabric(fn) -> dict:
         flow = net.flow(f"{a}->{b}", a, b, f["block"], transport="nscc", chooser=chooser, on_done=done)
         sender = net.sender("nscc", flow, 1e-3, {"trimming": True})
         fab.add_flow(flow, sender)
-        run.flows.append(flow)
+        detail.flows.append(flow)
     fab.run(2.0, stop=lambda: left[0] == 0, max_events=2_000_000)
+    run = detail.finish(times, wall_s=time.perf_counter() - wall, complete=not left[0])
     info = ethernet.recovery(run)
-    return {"completion_s": run.rounds[0] if run.rounds else float("inf"),
+    return {"completion_s": run.time_s,
             "lost": info.get("lost_on_failed_link", 0), "last_s": info.get("last_sent_onto_it_s", 0.0)}
 
 

@@ -5,13 +5,14 @@ Two models, one vocabulary:
     Reno, Cubic, DCTCP, DCQCN and an ideal sender over drop-tail / ECN / PFC ports; every drop,
     mark, pause, window and rate is recorded;
   * DCQCN's fluid model (``fluid``, Zhu et al. CoNEXT'16) for its stability at 40 Gbit/s;
-and the closed forms they are checked against (``theory``).
+and the closed forms they are checked against (``theory``). Both return a ``net.result.SimResult``, as
+chapter 5's flow-level simulator does (its ``detail``: ``PacketDetail``, ``fluid.FluidDetail``).
 """
 from .engine import Fabric, Flow
 from .congestion import Congestion
-from .experiments import Incast, Run, Victim, incast, jitter, long_flows, rates, victim
+from .experiments import Incast, PacketDetail, Victim, incast, jitter, long_flows, rates, victim
 from .switch import ECN, MTU, PFC, Port, Switch, pfc_headroom
 from .transport import RTO_MIN, TRANSPORTS
 
-__all__ = ["ECN", "MTU", "PFC", "RTO_MIN", "TRANSPORTS", "Congestion", "Fabric", "Flow", "Incast", "Port", "Run",
-           "Switch", "Victim", "incast", "jitter", "long_flows", "pfc_headroom", "rates", "victim"]
+__all__ = ["ECN", "MTU", "PFC", "RTO_MIN", "TRANSPORTS", "Congestion", "Fabric", "Flow", "Incast", "PacketDetail",
+           "Port", "Switch", "Victim", "incast", "jitter", "long_flows", "pfc_headroom", "rates", "victim"]

@@ -1,8 +1,9 @@
 """Chapter 9's experiments on the packet fabric: Ethernet for AI on multi-path, multi-plane topologies.
 
 Each function builds a ``net`` topology as packet-level switches (``multiswitch.SwitchedNetwork``),
-starts a set of flows at t = 0 and runs them to completion, and returns a ``Result`` (a chapter 6
-``fabric.experiments.Run`` with the network and the experiment's own numbers), next to its closed form:
+starts a set of flows at t = 0 and runs them to completion, and returns a ``net.result.SimResult`` (as
+chapter 6's experiments do: its one step's time is ``time_s``; its ``PacketDetail`` has the network, the
+closed form ``ideal_s`` and the experiment's own numbers, ``info``), next to its closed form:
 
 * ``incast``: N senders x block into one receiver (its last-hop port is the bottleneck). A lossless
   or trimming fabric needs N x block / B (``lossless_round``) plus a few round trips; drop-tail
@@ -19,7 +20,7 @@ starts a set of flows at t = 0 and runs them to completion, and returns a ``Resu
 Each takes the switch as a ``Congestion`` (the one description of a switch that ``netlab.network`` takes;
 ``INCAST``, ``RING``, ``FAILOVER`` and ``PLANES`` hold each experiment's defaults) and the NIC as a ``Link``.
 
-One concept: the four experiments share the builder, the runner, the result type and the closed forms they
+One concept: the four experiments share the builder, the runner, the counters and the closed forms they
 are set beside (one module over 300 lines).
 
 Transports are chapter 6's and UET's (``nscc``, ``rccc``); ``multipath`` is ``ecmp``, ``spray`` or
@@ -31,13 +32,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import validate
 from ..net import fabrics
 from ..net.network import Link
+from ..net.result import SimResult
 from ..net.topology import Topology
 from . import multipath as mp
 from . import transport as tp
@@ -45,7 +46,7 @@ from .congestion import Congestion, check_options
 from .engine import Fabric
 from .failure import Failure
 from .multiswitch import SwitchedNetwork
-from .experiments import Run, default_ecn as ch6_ecn
+from .experiments import PacketDetail, counters as ch6_counters, default_ecn as ch6_ecn
 from .switch import ECN
 
 GBIT = 1e9 / 8
@@ -82,37 +83,17 @@ def transport_options(transport: str, trim: bool, window, credit_rate=None) -> d
     return {}
 
 
-@dataclass
-class Result(Run):
-    """A chapter 6 ``Run`` plus the switched network and what this experiment reports."""
-    network: SwitchedNetwork | None = None
-    ideal_s: float = math.nan                        # the closed form the run is set beside
-    info: dict = field(default_factory=dict)
-
-    def totals(self) -> dict:
-        base = super().totals()
-        if self.network is not None:
-            base.update(self.network.totals())
-            base["drops"] = sum(p.drops for p in self.fabric.ports.values())
-        senders = [f.sender for f in self.flows if f.sender is not None]
-        base["nacks"] = sum(getattr(s, "nacked", 0) for s in senders)
-        base["duplicates"] = sum(getattr(f, "duplicates", 0) for f in self.flows)
-        base["fast_retransmits"] = sum(getattr(s, "fast_retransmits", 0) for s in senders)
-        return base
-
-    def summary(self) -> dict:
-        s = super().summary()
-        s["ideal_s"] = self.ideal_s
-        s.update(self.info)
-        return s
-
-    @property
-    def completion_s(self) -> float:
-        return self.rounds[0] if self.rounds else math.inf
-
-    def path_bytes(self) -> dict[str, int]:
-        """Bytes each switch-to-switch link carried (the per-path load)."""
-        return self.network.link_bytes("fabric") if self.network is not None else {}
+def counters(engine: Fabric, flows, network: SwitchedNetwork) -> dict:
+    """Chapter 6's counters (``experiments.counters``) and chapter 9's: trims, losses on failed links, NACKs,
+    duplicate arrivals, fast retransmits: a chapter 9 run's ``SimResult.fabric``."""
+    base = ch6_counters(engine, flows)
+    base.update(network.totals())
+    base["drops"] = sum(p.drops for p in engine.ports.values())
+    senders = [f.sender for f in flows if f.sender is not None]
+    base["nacks"] = sum(getattr(s, "nacked", 0) for s in senders)
+    base["duplicates"] = sum(getattr(f, "duplicates", 0) for f in flows)
+    base["fast_retransmits"] = sum(getattr(s, "fast_retransmits", 0) for s in senders)
+    return base
 
 
 DEFAULT = "default"           # a switch's ecn=DEFAULT: the transport's own marking (``default_ecn``)
@@ -153,18 +134,18 @@ def build(spec, hosts: int, *, switch: Congestion, nic: Link = NIC, hop_latency:
 
 def _run_pairs(fab, net, pairs, block: int, *, switch: Congestion, options: dict, time_limit: float = 60.0,
                event_limit: int | None = None, failure=None, bottleneck: str | None = None,
-               ideal_s: float = math.nan) -> Result:
+               ideal_s: float = math.nan) -> SimResult:
     """Flows of `block` bytes for every (source slot, destination slot) in `pairs`, all at t = 0, with
     `switch`'s transport, RTOmin, multipath scheme and seed."""
     transport, rto_min, multipath, seed = switch.transport, switch.rto_min, switch.multipath, switch.seed
     wall = time.perf_counter()
-    run = Result(fab, [], bottleneck or "", network=net, ideal_s=ideal_s)
-    left = [len(pairs)]
+    detail = PacketDetail(fab, [], net, bottleneck or "", payload=block * len(pairs), ideal_s=ideal_s)
+    left, times = [len(pairs)], []
 
     def done(_flow):
         left[0] -= 1
         if left[0] == 0:
-            run.rounds.append(fab.now)
+            times.append(fab.now)
     if failure is not None:
         net.fail(failure)
     for i, (a, b) in enumerate(pairs):
@@ -172,23 +153,21 @@ def _run_pairs(fab, net, pairs, block: int, *, switch: Congestion, options: dict
         f = net.flow(f"{a}->{b}", a, b, block, transport=transport, chooser=chooser, on_done=done)
         sender = net.sender(transport, f, rto_min, dict(options))
         fab.add_flow(f, sender)
-        run.flows.append(f)
+        detail.flows.append(f)
     fab.run(time_limit, stop=lambda: left[0] == 0, max_events=event_limit)
-    if left[0]:
-        run.complete = False
-    run.payload = block * len(pairs)
-    run.wall_s = time.perf_counter() - wall
-    if failure is not None and run.complete and failure.at > run.rounds[0]:
-        raise ValueError(f"failure: at {failure.at * 1e3:g} ms is after the run ended ({run.rounds[0] * 1e3:.3g} ms); "
+    complete = not left[0]
+    wall_s = time.perf_counter() - wall
+    if failure is not None and complete and failure.at > times[0]:
+        raise ValueError(f"failure: at {failure.at * 1e3:g} ms is after the run ended ({times[0] * 1e3:.3g} ms); "
                          f"choose a time within the run")
-    return run
+    return detail.finish(times, wall_s=wall_s, complete=complete, fabric=counters(fab, detail.flows, net))
 
 
 INCAST = Congestion("nscc", buffer=32 * 1024, rto_min=0.2, ecn=DEFAULT, topology="star")
 
 
 def incast(senders: int = 16, block: int = 256 * 1024, *, switch: Congestion = INCAST, nic: Link = NIC,
-           hop_latency: float = 0.0, framing=None, time_limit: float = 60.0, event_limit: int | None = None) -> Result:
+           hop_latency: float = 0.0, framing=None, time_limit: float = 60.0, event_limit: int | None = None) -> SimResult:
     """`senders` hosts (slots 1..N) each send `block` bytes to host 0 at once, through `switch` (its topology,
     transport, trimming, buffer, RTOmin, multipath, ECN, PFC, window, credits, planes, failure, seed; the
     defaults are ``INCAST``'s: change them with ``dataclasses.replace(ethernet.INCAST, ...)``); every NIC is
@@ -218,7 +197,7 @@ RING = Congestion("nscc", ecn=DEFAULT, window=None, topology="fattree:4", placem
 
 
 def ring_step(hosts: int | None = None, block: int = 256 * 1024, *, switch: Congestion = RING, nic: Link = NIC,
-              hop_latency: float = 0.0, time_limit: float = 60.0, event_limit: int | None = None) -> Result:
+              hop_latency: float = 0.0, time_limit: float = 60.0, event_limit: int | None = None) -> SimResult:
     """One ring all-reduce step: rank r sends `block` to rank r + 1, every rank at once, the ranks placed on
     `switch`'s topology by its placement (defaults: ``RING``)."""
     _check(switch, nic, block)
@@ -232,7 +211,7 @@ def ring_step(hosts: int | None = None, block: int = 256 * 1024, *, switch: Cong
                      ideal_s=block / nic.bandwidth)
     run.info["ecmp_collisions"] = ecmp_collisions(topo, pairs, switch.seed)
     busiest = max(net.link_bytes("fabric").items(), key=lambda kv: kv[1], default=("", 0))
-    run.bottleneck = busiest[0] or run.flows[0].path[-1].name
+    run.detail.bottleneck = busiest[0] or run.flows[0].path[-1].name
     return run
 
 
@@ -250,7 +229,7 @@ def lossless_round(senders: int, block: float, bandwidth: float) -> float:
     return senders * block / bandwidth
 
 
-def recovery(run: Result) -> dict:
+def recovery(run: SimResult) -> dict:
     """After a failure: packets sent onto the dead link afterwards, and when the last of them left."""
     net = run.network
     if not net.failures:
@@ -275,7 +254,7 @@ FAILOVER = Congestion("nscc", buffer=64 * 1024, trim=True, rto_min=1e-3, ecn=DEF
 
 
 def failover(hosts: int = 8, block: int = 2 * 1024 * 1024, *, switch: Congestion = FAILOVER, nic: Link = NIC,
-             time_limit: float = 60.0, event_limit: int | None = None) -> Result:
+             time_limit: float = 60.0, event_limit: int | None = None) -> SimResult:
     """Hosts on the first leaf send `block` each to hosts on the last, across the spines; `switch`'s failure
     (``failure.Failure``: a link, when it fails, when routing reroutes; None: no failure) happens during the
     step. Defaults: ``FAILOVER``."""
@@ -296,7 +275,7 @@ PLANES = Congestion("nscc", buffer=64 * 1024, trim=True, rto_min=1e-3, ecn=DEFAU
 
 
 def planes_step(hosts: int = 8, block: int = 2 * 1024 * 1024, *, failed: str = "none", switch: Congestion = PLANES,
-                nic: Link = Link(8 * GBIT, LATENCY), time_limit: float = 2.0, event_limit: int | None = None) -> Result:
+                nic: Link = Link(8 * GBIT, LATENCY), time_limit: float = 2.0, event_limit: int | None = None) -> SimResult:
     """A ring step over `switch`'s planes (one-switch planes of the NIC's bandwidth / planes each); `failed`:
     'none', or 'link' (host 0's link in the last plane, down from the start). Defaults: ``PLANES``."""
     validate.choice(failed, "failed", ("none", "link"))

@@ -9,17 +9,26 @@
 * ``victim``: the DCQCN-validation scenario (H1->R1 and H2->R2 cross the link S1->S2; hosts on S2
   send an incast to R2): with PFC the pause of S1->S2 stops H1->R1, which never goes near R2.
 
-Each takes its config (``Incast``, ``Victim``, a ``Congestion`` switch). One module over 300 lines because
-the three are one concept: the same star, the same ``Run`` and the same checks of their settings.
+Each takes its config (``Incast``, ``Victim``, a ``Congestion`` switch) and returns a ``net.result.SimResult``
+(model 'packet'): its rounds are ``step_times``, their sum ``time_s``, what the switches counted ``fabric``,
+and the rest (the ``Fabric`` with its traces, the flows, the bottleneck port) its ``PacketDetail``. One
+module over 300 lines because the three are one concept: the same star, the same result and the same
+checks of their settings.
+
+Their networks are ``netlab.net`` topologies, built as packet ports the one way chapter 9's are
+(``multiswitch.SwitchedNetwork``): the incast and the long flows a star (``net.fabrics.star``: senders
+'h0'.., the receiver 'rx', the switch 'tor'), the victim two switches (``net.fabrics.dumbbell``). Only the
+ports the traffic crosses are built, under the chapter's names ('h3.nic', 'tor->rx', 'S1->S2').
 
 Defaults: 1500-byte packets, 25 us per link, so a 2-link path has a base RTT of 100 us plus
 serialization (Vasudevan's SAN RTTs were 100-700 us).
 
 One concept: chapter 6's experiments on the packet fabric, sharing one incast set-up (``Incast``) and one
-result type (``Run``).
+result (``SimResult`` with a ``PacketDetail``).
 """
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass, field, replace
@@ -29,7 +38,11 @@ import numpy as np
 from . import transport as tp
 from .congestion import Congestion
 from .. import validate
+from ..net import fabrics
+from ..net.network import Link
+from ..net.result import SimResult
 from .engine import Fabric, Flow
+from .multiswitch import SwitchedNetwork
 from .rdma import DCQCN_RED
 from .switch import ECN, MTU, PFC, TokenBucketPort, pfc_headroom
 
@@ -48,16 +61,43 @@ def check_settings(senders, block, bandwidth, switch: Congestion, *, rounds: int
         switch.pfc.check(switch.buffer, bandwidth, link_delay)
 
 
-@dataclass
-class Run:
-    """What a fabric run observed: the fabric (ports with queue traces), its flows, round times."""
-    fabric: Fabric
+def counters(engine: Fabric, flows) -> dict:
+    """What chapter 6's switches and senders counted: drops, marks, PFC pause seconds (every port's, summed),
+    timeouts and retransmissions (every flow's in ``flows``): a ``SimResult``'s ``fabric``."""
+    ports = engine.ports.values()
+    flows = [f for f in flows if f.sender is not None]
+    return {"drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
+            "pause_s": sum(p.paused_seconds() for p in ports),
+            "timeouts": sum(f.sender.timeouts for f in flows),
+            "retransmissions": sum(f.sender.retransmissions for f in flows)}
+
+
+@dataclass(eq=False)
+class PacketDetail:
+    """What the packet fabric observes of a run, beside the ``SimResult`` fields every model has (its rounds
+    are ``step_times``, their sum ``time_s``; its counters ``fabric``; ``net/result.py``): the ``engine``
+    (the ``Fabric``: its ports with their queue, drop, mark and pause traces, its event count), the measured
+    ``flows``, the ``network`` (``multiswitch.SwitchedNetwork``), the ``bottleneck`` port's name, the
+    ``payload`` the measured flows carried, and for chapter 9's runs the closed form ``ideal_s`` they are set
+    beside (None: none, chapter 6's) and the experiment's own numbers, ``info``. Read through the result:
+    ``run.engine.now``, ``run.flows``, ``run.queue()``."""
+    engine: Fabric
     flows: list
+    network: SwitchedNetwork
     bottleneck: str
-    rounds: list = field(default_factory=list)      # s, completion time of each round
-    payload: int = 0                                 # bytes the measured flows carried
-    wall_s: float = 0.0
-    complete: bool = True                            # False: stopped at its event limit, rounds unfinished
+    payload: int = 0
+    ideal_s: float | None = None
+    info: dict = field(default_factory=dict)
+    result: SimResult | None = field(default=None, repr=False)   # the run it belongs to (set by SimResult)
+
+    def finish(self, steps, *, wall_s: float, complete: bool = True, fabric: dict | None = None) -> SimResult:
+        """The run's ``SimResult``: ``steps`` its round times (s); ``fabric`` its counters (default
+        ``counters``, chapter 6's)."""
+        steps = list(steps)
+        time_s = math.inf if not complete else (sum(steps) if steps else self.engine.now)
+        return SimResult(model="packet", time_s=time_s, step_times=steps, wall_s=wall_s,
+                         topology=self.network.topology, complete=complete,
+                         fabric=counters(self.engine, self.flows) if fabric is None else fabric, detail=self)
 
     def delivered(self) -> int:
         """Bytes the receivers had in order when the run ended (all of them if it is complete)."""
@@ -65,28 +105,30 @@ class Run:
 
     @property
     def port(self):
-        return self.fabric.ports[self.bottleneck]
+        return self.engine.ports[self.bottleneck]
 
     def queue(self, port: str | None = None):
-        """(times s, queue bytes): the port's queue as a step function."""
-        p = self.fabric.ports[port or self.bottleneck]
+        """(times s, queue bytes): the port's queue (default the bottleneck's) as a step function."""
+        p = self.engine.ports[port or self.bottleneck]
         return np.asarray(p.q_t), np.asarray(p.q_bytes)
 
-    def totals(self) -> dict:
-        ports = self.fabric.ports.values()
-        flows = [f for f in self.flows if f.sender is not None]
-        return {"drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
-                "pause_s": sum(p.paused_seconds() for p in ports),
-                "timeouts": sum(f.sender.timeouts for f in flows),
-                "retransmissions": sum(f.sender.retransmissions for f in flows)}
+    def path_bytes(self) -> dict[str, int]:
+        """Bytes each switch-to-switch link carried (the per-path load)."""
+        return self.network.link_bytes("fabric")
 
     def summary(self) -> dict:
-        total = sum(self.rounds)
-        times = np.asarray(self.rounds) if self.rounds else np.asarray([math.nan])
-        return {"goodput_Bps": self.payload / total if total else math.nan,
-                "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
-                                 "max": float(times.max())},
-                "rounds": len(self.rounds), **self.totals(), "events": self.fabric.events, "wall_s": self.wall_s}
+        r = self.result
+        rounds = r.step_times.tolist()
+        total = sum(rounds)
+        times = np.asarray(rounds) if rounds else np.asarray([math.nan])
+        s = {"goodput_Bps": self.payload / total if total else math.nan,
+             "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
+                              "max": float(times.max())},
+             "rounds": len(rounds), **r.fabric, "events": self.engine.events, "wall_s": r.wall_s}
+        if self.ideal_s is not None:
+            s["ideal_s"] = self.ideal_s
+            s.update(self.info)
+        return s
 
 
 def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
@@ -96,17 +138,25 @@ def rates(flow: Flow, t0: float, t1: float, bins: int = 100):
     return (edges[:-1] + edges[1:]) / 2, np.diff(delivered) / np.diff(edges)
 
 
-def _star(fab: Fabric, hosts: int, bandwidth: float, buffer, ecn, pfc, link_delay, shared: bool, burst=None):
-    """hosts NICs -> one switch -> one port toward the receiver (a tbf-like token bucket with ``burst``)."""
-    sw = fab.switch("tor", pfc=pfc, shared_buffer=(buffer if shared else None))
-    nics = [fab.port(f"h{i}.nic", bandwidth, link_delay) for i in range(hosts)]
-    if burst is None:
-        down = fab.port("tor->rx", bandwidth, link_delay, None if shared else buffer, ecn=ecn, switch=sw)
-    else:
-        down = fab.ports["tor->rx"] = TokenBucketPort(fab, "tor->rx", bandwidth, link_delay,
-                                                      buffer=None if shared else buffer, ecn=ecn, switch=sw,
-                                                      burst=burst)
-    return nics, down
+def _star(fab: Fabric, hosts: int, *, bandwidth: float, link_delay: float, switch: Congestion, ecn, shared: bool,
+          burst=None) -> SwitchedNetwork:
+    """``hosts`` NICs -> one switch -> one port toward the receiver: a ``net`` star of hosts + 1 (the hosts
+    'h0'.., the receiver 'rx', the switch 'tor'), every link at ``bandwidth`` with ``link_delay``, as the
+    packet fabric's ports (``SwitchedNetwork``) with ``switch``'s buffer and PFC and the marking ``ecn``.
+    The fabric gets only the ports its traffic crosses, as the chapter names them: each host's NIC 'h{i}.nic'
+    and 'tor->rx' (a tbf-like token bucket with ``burst``, ``switch.TokenBucketPort``); the receiver's ACKs
+    take no port."""
+    validate.number(link_delay, "delay", 0)          # as a port checks it, before the Link doubles it
+    labels = [f"h{i}" for i in range(hosts)] + ["rx"]
+    topo = fabrics.star(hosts + 1, Link(bandwidth, 2 * link_delay), labels=labels, switch="tor")
+    ports = {f"h{i}->tor": f"h{i}.nic" for i in range(hosts)} | {"tor->rx": "tor->rx"}
+    shaped = None if burst is None else {"tor->rx": functools.partial(TokenBucketPort, burst=burst)}
+    return SwitchedNetwork(fab, topo, switch=switch, ecn=ecn, shared_buffer=shared, ports=ports, port_class=shaped)
+
+
+def _path(net: SwitchedNetwork, src: int, dst: int) -> list:
+    """The ports from host slot ``src`` to ``dst`` (chapter 6's networks have one path between two hosts)."""
+    return net.paths(net.node(src), net.node(dst))[0]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,7 +203,7 @@ class Incast:
             raise ValueError(f"delayed_ack: for window-based transports only, not {sw.transport!r}")
 
 
-def incast(config: Incast = Incast(), *, event_limit: int | None = None, progress=None) -> Run:
+def incast(config: Incast = Incast(), *, event_limit: int | None = None, progress=None) -> SimResult:
     """Run ``config``'s incast on the packet fabric: one ``Fabric``, a star of ``senders + 1`` hosts.
 
     ``window`` (the switch's) is each TCP receiver's advertised window in bytes (default Linux's initial
@@ -169,15 +219,17 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
     sw = config.switch
     senders, block, rounds, bandwidth = config.senders, config.block, config.rounds, config.bandwidth
     buffer, transport, rto_min, seed, background = sw.buffer, sw.transport, sw.rto_min, sw.seed, sw.background
-    ecn, pfc, window, background_size = sw.ecn, sw.pfc, sw.window, sw.background_size
+    ecn, window, background_size = sw.ecn, sw.window, sw.background_size
     link_delay, shared_buffer, burst, delayed_ack = config.link_delay, config.shared_buffer, config.burst, \
         config.delayed_ack
     persistent, time_limit, transport_options = config.persistent, config.time_limit, config.transport_options
     wall = time.perf_counter()
     fab = Fabric(seed)
-    nics, down = _star(fab, senders + 1, bandwidth=bandwidth, buffer=buffer, ecn=ecn, pfc=pfc, link_delay=link_delay,
-                       shared=shared_buffer, burst=burst)
-    run = Run(fab, [], down.name)
+    net = _star(fab, senders + 1, bandwidth=bandwidth, link_delay=link_delay, switch=sw, ecn=ecn, shared=shared_buffer,
+                burst=burst)
+    paths = [_path(net, i, senders + 1) for i in range(senders + 1)]       # host i -> rx; host `senders`: other job
+    detail = PacketDetail(fab, [], net, "tor->rx", payload=senders * block * rounds)
+    times = []                                                              # s, each round's
     options = dict(transport_options or {})
     if window is not None and tp.takes_window(transport):
         options.setdefault("max_window", window)
@@ -186,19 +238,19 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
     def start_round(_=None):
         state["left"], state["start"] = senders, fab.now
         for i in range(senders):
-            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", [nics[i], down], block,
+            flow = tp.flow_class(transport)(fab, f"r{state['round']}.h{i}", paths[i], block,
                                             start=fab.now, on_done=flow_done)
             flow.delayed_ack = delayed_ack
             sender = tp.make(transport, flow, rto_min, **options)
             if persistent and state["round"] > 0 and hasattr(sender, "resume"):
-                sender.resume(run.flows[-senders].sender)
+                sender.resume(detail.flows[-senders].sender)
             fab.add_flow(flow, sender)
-            run.flows.append(flow)
+            detail.flows.append(flow)
 
     def flow_done(flow):
         state["left"] -= 1
         if state["left"] == 0:
-            run.rounds.append(fab.now - state["start"])
+            times.append(fab.now - state["start"])
             state["round"] += 1
             if state["round"] < rounds:
                 start_round()
@@ -211,7 +263,7 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
         def arrival(_=None):
             if state["round"] >= rounds:
                 return
-            flow = tp.flow_class(transport)(fab, f"bg{len(fab.flows)}", [nics[senders], down], background_size,
+            flow = tp.flow_class(transport)(fab, f"bg{len(fab.flows)}", paths[senders], background_size,
                                             start=fab.now)
             fab.add_flow(flow, tp.make(transport, flow, rto_min, **options))
             fab.schedule(fab.now + rng.expovariate(1 / gap), arrival)
@@ -225,24 +277,23 @@ def incast(config: Incast = Incast(), *, event_limit: int | None = None, progres
         def stop():
             ticks[0] += 1
             if not ticks[0] & 4095:
-                current = run.flows[-senders:] if state["round"] < rounds else []
+                current = detail.flows[-senders:] if state["round"] < rounds else []
                 progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
             return state["round"] >= rounds
     fab.run(time_limit, stop=stop, max_events=event_limit)
     if progress is not None:
-        current = run.flows[-senders:] if state["round"] < rounds else []
+        current = detail.flows[-senders:] if state["round"] < rounds else []
         progress(state["round"] * senders * block + sum(f.rx_bytes[-1] for f in current))
+    complete = True
     if state["round"] < rounds and event_limit is not None and fab.events >= event_limit:
-        run.complete = False
+        complete = False
     elif state["round"] < rounds:
         raise RuntimeError(f"incast: only {state['round']} of {rounds} rounds finished in {time_limit} s of virtual time")
-    run.payload = senders * block * rounds
-    run.wall_s = time.perf_counter() - wall
-    return run
+    return detail.finish(times, wall_s=time.perf_counter() - wall, complete=complete)
 
 
 def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = Congestion("dctcp", rto_min=tp.RTO_MIN),
-               duration: float = 0.02, link_delay: float = LINK_DELAY, loss: float = 0.0) -> Run:
+               duration: float = 0.02, link_delay: float = LINK_DELAY, loss: float = 0.0) -> SimResult:
     """n flows that never end, for ``duration`` seconds, through one port (a dumbbell) of ``switch`` (its
     transport, buffer, ECN, RTOmin and seed); ``loss``: the probability that the port's link loses a packet
     (independent, seeded), as for Mathis et al.'s relation."""
@@ -256,17 +307,15 @@ def long_flows(n: int = 2, bandwidth: float = 10e9 / 8, *, switch: Congestion = 
     transport, rto_min = switch.transport, switch.rto_min
     wall = time.perf_counter()
     fab = Fabric(switch.seed)
-    nics, down = _star(fab, n, bandwidth=bandwidth, buffer=switch.buffer, ecn=switch.ecn, pfc=None,
-                       link_delay=link_delay, shared=False)
-    down.loss = float(loss)
-    run = Run(fab, [], down.name)
+    net = _star(fab, n, bandwidth=bandwidth, link_delay=link_delay, switch=switch, ecn=switch.ecn, shared=False)
+    fab.ports["tor->rx"].loss = float(loss)
+    detail = PacketDetail(fab, [], net, "tor->rx")
     for i in range(n):
-        flow = Flow(fab, f"f{i}", [nics[i], down], 10**15, start=0.0)
+        flow = Flow(fab, f"f{i}", _path(net, i, n), 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
-        run.flows.append(flow)
+        detail.flows.append(flow)
     fab.run(duration)
-    run.wall_s = time.perf_counter() - wall
-    return run
+    return detail.finish([], wall_s=time.perf_counter() - wall)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,7 +343,7 @@ class Victim:
         check_settings(self.incast_senders, 1, self.bandwidth, self.switch, link_delay=self.link_delay)
 
 
-def victim(pfc: bool = True, *, config: Victim = Victim()) -> Run:
+def victim(pfc: bool = True, *, config: Victim = Victim()) -> SimResult:
     """F1: H1->R1 and F2: H2->R2 over S1->S2; ``incast_senders`` hosts on S2 blast R2 for ``incast_length``.
 
     The incast hosts each send at line rate for the incast's length (DCQCN-validation's 15 hosts x
@@ -311,26 +360,26 @@ def victim(pfc: bool = True, *, config: Victim = Victim()) -> Run:
     if control is not None:
         check_settings(c.incast_senders, 1, bandwidth, replace(sw, pfc=control), link_delay=link_delay)
     fab = Fabric(sw.seed)
-    s1 = fab.switch("S1", pfc=control)
-    s2 = fab.switch("S2", pfc=control)
-    h1, h2 = fab.port("H1.nic", bandwidth, link_delay), fab.port("H2.nic", bandwidth, link_delay)
-    trunk = fab.port("S1->S2", c.trunk * bandwidth, link_delay, buffer, ecn=ecn, switch=s1)
-    to_r1 = fab.port("S2->R1", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
-    to_r2 = fab.port("S2->R2", bandwidth, link_delay, buffer, ecn=ecn, switch=s2)
-    run = Run(fab, [], "S2->R2")
-    for name, nic, down in (("F1 (H1->R1)", h1, to_r1), ("F2 (H2->R2)", h2, to_r2)):
-        flow = Flow(fab, name, [nic, trunk, down], 10**15, start=0.0)
+    n = c.incast_senders
+    validate.number(link_delay, "delay", 0)          # as a port checks it, before the Link doubles it
+    labels = ["H1", "H2", "R1", "R2"] + [f"H{i + 3}" for i in range(n)]
+    topo = fabrics.dumbbell(2, 2 + n, Link(bandwidth, 2 * link_delay), trunk=Link(c.trunk * bandwidth, link_delay),
+                            labels=labels)
+    ports = {f"{h}->{s}": f"{h}.nic" for h, s in [("H1", "S1"), ("H2", "S1")] + [(f"H{i + 3}", "S2") for i in range(n)]}
+    ports |= {name: name for name in ("S1->S2", "S2->R1", "S2->R2")}
+    net = SwitchedNetwork(fab, topo, switch=replace(sw, pfc=control), ecn=ecn, ports=ports)
+    detail = PacketDetail(fab, [], net, "S2->R2")
+    for name, src, dst in (("F1 (H1->R1)", 0, 2), ("F2 (H2->R2)", 1, 3)):
+        flow = Flow(fab, name, _path(net, src, dst), 10**15, start=0.0)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
-        run.flows.append(flow)
+        detail.flows.append(flow)
     block = int(bandwidth * c.incast_length)
-    for i in range(c.incast_senders):
-        nic = fab.port(f"H{i + 3}.nic", bandwidth, link_delay)
-        flow = Flow(fab, f"incast H{i + 3}->R2", [nic, to_r2], block, start=c.incast_start)
+    for i in range(n):
+        flow = Flow(fab, f"incast H{i + 3}->R2", _path(net, 4 + i, 3), block, start=c.incast_start)
         fab.add_flow(flow, tp.make(transport, flow, rto_min))
-        run.flows.append(flow)
+        detail.flows.append(flow)
     fab.run(c.duration)
-    run.wall_s = time.perf_counter() - wall
-    return run
+    return detail.finish([], wall_s=time.perf_counter() - wall)
 
 
 def headroom(bandwidth: float, link_delay: float = LINK_DELAY) -> float:
@@ -380,9 +429,9 @@ def jitter(transports=("reno", "dctcp", "dcqcn"), *, config: Incast = JITTER, pf
         switch = replace(config.switch, transport=name, ecn=default_ecn(name, bandwidth), pfc=control)
         run = incast(replace(config, switch=switch), event_limit=event_limit, progress=tick)
         if not run.complete:
-            raise ValueError(f"rounds: {name} finished {len(run.rounds)} of {rounds} rounds within "
+            raise ValueError(f"rounds: {name} finished {len(run.step_times)} of {rounds} rounds within "
                              f"{event_limit:,} events, the most one run may take; ask for fewer rounds")
-        times = np.asarray(run.rounds)
+        times = np.asarray(run.step_times)
         out[name] = {"times": times, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
                      "max": float(times.max()), "mean": float(times.mean()),
                      "ideal": senders * block / bandwidth}

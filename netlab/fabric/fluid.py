@@ -25,27 +25,48 @@ model has none), PFC, and the randomness of marking.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import validate
+from ..net.result import SimResult
 from .rdma import DCQCN_PARAMS as P, DCQCN_RED as RED, DCQCNParams
 from .switch import ECN
 
 
-@dataclass
-class FluidRun:
+@dataclass(eq=False)
+class FluidDetail:
+    """What the fluid model observes, beside the ``SimResult`` fields every model has (``time_s``: the seconds
+    integrated; ``net/result.py``): the samples' times ``t`` (s), the bottleneck's queue at each
+    (``queue_bytes``, or ``queue()`` as the packet fabric gives a port's), each flow's rate at each
+    (``rates``, bytes/s, (samples, flows)), the bottleneck's ``capacity`` (bytes/s) and the model's ``packet``
+    (bytes). Read through the result: ``run.queue()``, ``run.rates``, ``run.window(0.05)``."""
     t: np.ndarray          # s, sample times
-    queue: np.ndarray      # bytes, (samples,)
+    queue_bytes: np.ndarray   # bytes, (samples,)
     rates: np.ndarray      # bytes/s, (samples, flows)
     capacity: float        # bytes/s
     packet: int            # bytes
+    result: SimResult | None = field(default=None, repr=False)   # the run it belongs to (set by SimResult)
+
+    def queue(self, port: str | None = None):
+        """(times s, queue bytes) at the one bottleneck (``port``: None; the model has no other)."""
+        if port is not None:
+            raise ValueError(f"port: the fluid model has one bottleneck; give None, not {port!r}")
+        return self.t, self.queue_bytes
 
     def window(self, start: float):
         """The samples at or after ``start`` seconds: (queue, rates)."""
         keep = self.t >= start
-        return self.queue[keep], self.rates[keep]
+        return self.queue_bytes[keep], self.rates[keep]
+
+    def summary(self) -> dict:
+        """The flows, the capacity, the seconds integrated and the queue's median and most."""
+        r, q = self.result, self.queue_bytes
+        return {"flows": int(self.rates.shape[1]) if self.rates.ndim == 2 else 0, "capacity_Bps": self.capacity,
+                "time_s": r.time_s, "queue_p50_bytes": float(np.median(q)) if q.size else math.nan,
+                "queue_max_bytes": float(q.max()) if q.size else math.nan, "wall_s": r.wall_s}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,8 +88,10 @@ class FluidModel:
 
 
 def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, *, model: FluidModel = FluidModel(),
-                start_rates=None, dt: float = 0.5e-6, sample: float = 5e-6) -> FluidRun:
-    """Integrate the model for ``duration`` seconds; every size in bytes, rates in bytes/s."""
+                start_rates=None, dt: float = 0.5e-6, sample: float = 5e-6) -> SimResult:
+    """Integrate the model for ``duration`` seconds; every size in bytes, rates in bytes/s. Returns a
+    ``SimResult`` (model 'fluid') with a ``FluidDetail``: its samples every ``sample`` seconds."""
+    wall = time.perf_counter()
     validate.whole(flows, "flows", 1, int_only=True)
     validate.number(delay, "delay", 0)
     capacity, packet, kmin, kmax, pmax = model.capacity, model.packet, model.red.kmin, model.red.kmax, model.red.pmax
@@ -125,8 +148,9 @@ def dcqcn_fluid(flows: int = 2, delay: float = 4e-6, duration: float = 0.05, *, 
             out_t.append(n * dt)
             out_q.append(q)
             out_r.append([rc[i] for i in range(m) for _ in range(weight[i])])
-    return FluidRun(t=np.asarray(out_t), queue=np.asarray(out_q) * packet, rates=np.asarray(out_r) * packet,
-                    capacity=capacity, packet=packet)
+    detail = FluidDetail(t=np.asarray(out_t), queue_bytes=np.asarray(out_q) * packet,
+                         rates=np.asarray(out_r) * packet, capacity=capacity, packet=packet)
+    return SimResult(model="fluid", time_s=steps * dt, wall_s=time.perf_counter() - wall, detail=detail)
 
 
 def fixed_point(flows: int, *, model: FluidModel = FluidModel()) -> dict:

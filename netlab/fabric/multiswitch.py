@@ -1,6 +1,8 @@
 """A ``netlab.net`` topology (spine-leaf, fat-tree, one switch) as the packet fabric's switches and ports.
 
-Chapter 6's fabric is a star: every host's NIC feeds one switch. Today's AI fabrics have many paths
+Chapter 6's fabric is a star: every host's NIC feeds one switch (its experiments build it here too, with
+only the ports their traffic crosses, ``ports``, and a token-bucket port where they ask for one,
+``port_class``; and the PFC victim's two switches). Today's AI fabrics have many paths
 between two hosts (k^2/4 in a k-ary fat-tree, one per spine in a spine-leaf), and ``SwitchedNetwork``
 builds them from the same ``Topology`` chapter 5's flow simulator uses (``net/fabrics.py``): one
 output port per direction of every link, a ``switch.Switch`` per switch node (its ports get the
@@ -75,11 +77,17 @@ class SwitchedNetwork:
     """Ports, switches and paths of one topology (possibly in several planes) in a Fabric."""
 
     def __init__(self, fabric, topology, *, switch: Congestion = Congestion(), ecn=None, shared_buffer: bool = False,
-                 framing=None):
+                 framing=None, ports: dict | None = None, port_class: dict | None = None):
         """`switch`: the switches' buffer per port, PFC, trimming and planes (``Congestion``); `ecn`: their
         marking (resolved: an ``ECN`` or None); `shared_buffer`: each switch's buffer is one pool shared by its
         ports. ``framing``: a ``net.framing.Framing``: packets of its payload, its headers on the wire (None:
-        MTU packets, no headers counted)."""
+        MTU packets, no headers counted).
+
+        ``ports``: {link label: port name}: only those links get a port, so named (chapter 6's star has a NIC
+        per sender, 'h0.nic', and the one port toward its receiver, 'tor->rx'; its ACKs take no port);
+        None: every link, named by its label. ``port_class``: {link label: a Port class (or a callable taking
+        a switch port's arguments)} for that link's switch port instead of the plain one (chapter 6's
+        token-bucket downlink, ``switch.TokenBucketPort``)."""
         from .switch import MTU
         buffer, pfc, trim, planes = switch.buffer, switch.pfc, switch.trim, switch.planes
         t = topology
@@ -92,22 +100,28 @@ class SwitchedNetwork:
         self.router = routing.router(t)
         kind = [t.graph.nodes[v]["kind"] for v in range(t.graph.number_of_nodes())]
         self.switches = [{} for _ in range(self.planes)]
-        self.ports: list[list[Port]] = []          # [plane][link id]
+        self.ports: list[list[Port | None]] = []   # [plane][link id]; None: a link given no port (``ports``)
         port_cls = TrimmingPort if trim else Port
+        special = port_class or {}
         for plane in range(self.planes):
             prefix = f"p{plane}:" if self.planes > 1 else ""
             row = []
             for link in range(t.links):
+                label = t.link_label(link)
+                if ports is not None and label not in ports:
+                    row.append(None)
+                    continue
                 u = int(t.link_src[link])
                 rate = float(t.capacity[link]) / self.planes
                 delay = float(t.latency[link]) / 2 if t.link_kind[link] == NIC_KIND else float(t.latency[link])
-                name = prefix + t.link_label(link)
+                name = prefix + (label if ports is None else ports[label])
                 if kind[u] == "switch":
                     sw = self.switches[plane].get(u)
                     if sw is None:
                         sw = self.switches[plane][u] = fabric.switch(
                             prefix + t.labels[u], pfc=pfc, shared_buffer=buffer if shared_buffer else None)
-                    port = port_cls(fabric, name, rate, delay, buffer=None if shared_buffer else buffer, ecn=ecn, switch=sw)
+                    cls = special.get(label, port_cls)
+                    port = cls(fabric, name, rate, delay, buffer=None if shared_buffer else buffer, ecn=ecn, switch=sw)
                 elif self.planes > 1:
                     port = PlanePort(fabric, name, rate, delay)
                 else:
@@ -124,6 +138,10 @@ class SwitchedNetwork:
         self.choosers: list = []
         self.dead: set = set()
         self.failures: list = []
+
+    def _built(self):
+        """Every port this network built, plane by plane in link order."""
+        return [p for row in self.ports for p in row if p is not None]
 
     # ---- structure --------------------------------------------------------------------------------
     def _nic_link(self, node: int) -> int:
@@ -176,7 +194,7 @@ class SwitchedNetwork:
             raise ValueError(f"failure: no link {label!r} in {t.name} (links look like {', '.join(names)}, ...)")
         if not 0 <= plane < self.planes:
             raise ValueError(f"plane: this fabric has planes 0 to {self.planes - 1}, got {plane}")
-        return [self.ports[plane][l] for l in found]
+        return [self.ports[plane][l] for l in found if self.ports[plane][l] is not None]
 
     # ---- flows -------------------------------------------------------------------------------------
     def chooser(self, src: int, dst: int, scheme: str, seed: int = 0, **options):
@@ -234,10 +252,10 @@ class SwitchedNetwork:
         """Bytes each switch-to-switch link (or 'nic' links) carried, by port name."""
         t, want = self.topology, KINDS.index(kind)
         return {self.ports[p][l].name: self.ports[p][l].tx_bytes for p in range(self.planes)
-                for l in range(t.links) if t.link_kind[l] == want}
+                for l in range(t.links) if t.link_kind[l] == want and self.ports[p][l] is not None}
 
     def totals(self) -> dict:
-        ports = [p for row in self.ports for p in row]
+        ports = self._built()
         return {"drops": sum(p.drops for p in ports), "marks": sum(p.marks for p in ports),
                 "trims": sum(getattr(p, "trims", 0) for p in ports),
                 "lost_on_failed_links": sum(getattr(p, "lost", 0) for p in ports)}

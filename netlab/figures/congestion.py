@@ -17,7 +17,7 @@ def incast_run(run, *, fig=None, title: str = "", bins: int = 80, max_flows: int
     """Top: each flow's delivered rate over time; bottom: the bottleneck's queue (KB)."""
     fig = figure_or_new(fig, (10, 4.6))
     ax_rate, ax_q = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    end = run.fabric.now
+    end = run.engine.now
     link = run.port.rate
     for flow in run.flows[:max_flows]:
         t, r = rates(flow, flow.start, flow.done_at or end, bins)
@@ -33,7 +33,7 @@ def incast_run(run, *, fig=None, title: str = "", bins: int = 80, max_flows: int
     ax_q.set_ylabel("queue (KB)")
     ax_q.set_xlabel("time (ms)")
     ax_q.legend(fontsize=7, loc="upper right")
-    s = run.totals()
+    s = run.fabric
     ax_rate.set_title(f"{title}  drops {s['drops']}, marks {s['marks']}, timeouts {s['timeouts']}, "
                       f"PFC pause {s['pause_s'] * 1e3:.2f} ms", fontsize=9)
     return fig
@@ -61,13 +61,13 @@ def victim_rate(runs: dict, *, ax=None, flow: int = 0):
     fig, ax = axes_or_new(ax, (9, 3))
     for i, (name, run) in enumerate(runs.items()):
         f = run.flows[flow]
-        t, r = rates(f, 0, run.fabric.now, 120)
+        t, r = rates(f, 0, run.engine.now, 120)
         ax.plot(t * 1e3, r * 8 / 1e9, color=f"C{i}", label=f"{f.name}, {name}")
     first = runs[next(iter(runs))]
     burst = first.flows[2:]
     if burst:
         done = [f.done_at for f in burst]
-        end = max(done) if all(d is not None for d in done) else first.fabric.now
+        end = max(done) if all(d is not None for d in done) else first.engine.now
         still = "" if all(d is not None for d in done) else ", still draining at the end"
         ax.axvspan(min(f.start for f in burst) * 1e3, end * 1e3, color="0.9",
                    label=f"the incast to R2 ({len(burst)} hosts{still})")
@@ -99,8 +99,9 @@ def fluid_queues(runs: dict, *, fig=None, steady: float | None = None):
     axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]}) if steady is not None else [fig.subplots()]
     for ax in axes:
         for i, (name, run) in enumerate(runs.items()):
-            keep = run.t >= (steady if ax is not axes[0] else 0.0)
-            ax.plot(run.t[keep] * 1e3, run.queue[keep] / 1e3, lw=0.8, color=f"C{i}", label=name)
+            t, q = run.queue()
+            keep = t >= (steady if ax is not axes[0] else 0.0)
+            ax.plot(t[keep] * 1e3, q[keep] / 1e3, lw=0.8, color=f"C{i}", label=name)
         ax.set_xlabel("time (ms)")
         ax.set_ylabel("queue (KB)")
     axes[0].set_title("from the start (line-rate start-up)", fontsize=9)

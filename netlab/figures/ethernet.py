@@ -71,7 +71,7 @@ def queue_over_time(runs: dict, *, ax=None, title: str = ""):
 
 def delivered(run, bins: int = 200):
     """(times s, bytes/s) delivered in order, summed over the run's flows, in `bins` equal intervals."""
-    end = run.completion_s if np.isfinite(run.completion_s) else run.fabric.now
+    end = run.time_s if np.isfinite(run.time_s) else run.engine.now
     edges = np.linspace(0.0, end, bins + 1)
     total = np.zeros_like(edges)
     for f in run.flows:
@@ -84,7 +84,7 @@ def delivery_over_time(runs: dict, *, ax=None, line_rate: float, at: float | Non
     fig, ax = axes_or_new(ax, (9, 2.8))
     for i, (name, run) in enumerate(runs.items()):
         t, r = delivered(run)
-        ax.plot(t * 1e3, r / line_rate, lw=1.0, label=f"{name} (ends {run.completion_s * 1e3:.1f} ms)",
+        ax.plot(t * 1e3, r / line_rate, lw=1.0, label=f"{name} (ends {run.time_s * 1e3:.1f} ms)",
                 color=_colour(name, i))
     if at is not None:
         ax.axvline(at * 1e3, color="k", ls=":", lw=0.8)

@@ -3,7 +3,7 @@
 shape (``figures.common``: the data first, the axes keyword-only, else a new pyplot-free figure).
 
     draw(topo)                                  # structure only
-    draw(topo, load=result.utilization, highlight=result.bottleneck)
+    draw(topo, load=result.utilization, highlight=result.bottleneck_link)
 
 Nodes sit where the builders put them (``pos``): hosts at the bottom, leaves, then spines or
 aggregation and core switches; a ring on a circle, a torus on its grid. A full-duplex link is one

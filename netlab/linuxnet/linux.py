@@ -193,14 +193,14 @@ def model(setup: ModelIncast | None = None, **settings) -> dict:
     s = run.summary()
     out = _result("model", _Setup(n=n, block=block_b, rate=rate, buffer=buffer_b, transport=transport, rto=rto,
                                  ecn=False),
-                  run.rounds, counts={"timeouts": s["timeouts"], "retransmissions": s["retransmissions"],
+                  run.step_times.tolist(), counts={"timeouts": s["timeouts"], "retransmissions": s["retransmissions"],
                                       "drops": s["drops"], "marks": 0},
                   wall_s=run.wall_s)
     out["link_fraction"] = out["goodput_Bps"] / rate
     out["ideal_round_s"] = n * block_b / rate
     out["hz"] = hz
     out["seed"] = seed
-    out["round_timeouts"] = [0] * len(run.rounds)             # RTOs per round, as `incast` reports them
+    out["round_timeouts"] = [0] * len(run.step_times)             # RTOs per round, as `incast` reports them
     for f in run.flows:
         out["round_timeouts"][int(f.name.split(".", 1)[0][1:])] += f.sender.timeouts
     return out

@@ -1,4 +1,5 @@
-"""The network model: links, presets, ports (and, in later chapters, topologies)."""
+"""The network model: links, presets, ports (and, in later chapters, topologies), and what a simulated run of it
+returns (``result.SimResult``)."""
 from .network import Link, Network, network
 from .presets import DEVICES, LINKS, Device, device
 

@@ -1,4 +1,5 @@
-"""Builders of the fabrics of chapter 5: k-ary fat-tree, two-tier spine-leaf, one switch, ring, 2-D torus.
+"""Builders of the fabrics of chapter 5: k-ary fat-tree, two-tier spine-leaf, one switch, ring, 2-D torus (and
+chapter 6's two switches, ``dumbbell``).
 
     fat_tree(16)                                    # 1,024 hosts, 320 switches, 100GbE everywhere
     spine_leaf(leaves=8, spines=4, ratio=4, ports_per_leaf=16)      # 4:1 oversubscribed leaves
@@ -12,7 +13,9 @@
 * Spine-leaf: every leaf has one uplink to every spine. A leaf with D host ports of bandwidth B
   and oversubscription ratio R gets uplinks of D*B / (R*S) each (S spines): total down : up = R : 1.
 * Star: one non-blocking switch, each accelerator with its own NIC port -- exactly the model the
-  real ranks use (``Network``), which is how the simulator is checked against them.
+  real ranks use (``Network``), which is how the simulator is checked against them. Chapter 6's
+  packet experiments build theirs with named hosts ('h0'.., the receiver 'rx', the switch 'tor').
+* Dumbbell: two switches joined by one trunk link (chapter 6's PFC victim).
 * Ring and torus: direct networks; every accelerator forwards traffic for others.
 
 Link speeds and latencies come from ``netlab.net.presets`` (a NIC preset's latency is its
@@ -148,15 +151,54 @@ def spine_leaf(leaves: int, spines: int, ratio: float = 1.0, ports_per_leaf: int
                                 f"{n_hosts} hosts, {host.describe()}, NIC {nic.describe()}")
 
 
-def star(hosts: int, nic="100GbE", host: Host | None = None) -> Topology:
-    """One non-blocking switch: every NIC one port. With one NIC per accelerator this is ``Network``."""
+def star(hosts: int, nic="100GbE", host: Host | None = None, *, labels=None, switch: str = "switch") -> Topology:
+    """One non-blocking switch: every NIC one port. With one NIC per accelerator this is ``Network``.
+    `labels`: the hosts' names (default 'h0', 'h1', ...); `switch`: the switch's (chapter 6 calls it 'tor'
+    and its receiver 'rx')."""
     _count(hosts, "hosts")
     host, nic = replace(host or Host(), rail=False), as_link(nic, "nic")     # one switch: nothing to wire by rail
+    if labels is not None and len(labels) != hosts:
+        raise ValueError(f"labels: expected {hosts} host names, got {len(labels)}")
     b = Builder()
-    sw = b.node("switch", "switch", ((hosts - 1) / 2, 1.5))
+    sw = b.node(switch, "switch", ((hosts - 1) / 2, 1.5))
     slots = b.hosts([sw], hosts * host.nics, hosts, host, nic=nic)
+    if labels is not None:
+        if host.accelerators > 1:
+            raise ValueError("labels: name hosts of one accelerator only")
+        for v, label in zip(slots[0], labels):
+            b.g.nodes[v]["label"] = str(label)
     return Topology("star", b.g, slots, host=host, nic=nic,
                     description=f"one non-blocking switch, {hosts} hosts, {host.describe()}, NIC {nic.describe()}")
+
+
+def dumbbell(left: int, right: int, nic="100GbE", *, trunk=None, labels=None,
+             switches: tuple[str, str] = ("S1", "S2")) -> Topology:
+    """Two switches joined by one `trunk` link (default: the NIC's link), `left` hosts on the first and `right`
+    on the second: chapter 6's PFC victim (DCQCN's validation scenario: H1, H2 on S1; R1, R2 and the incast's
+    hosts on S2). `labels`: the hosts' names, left ones first (default 'h0', 'h1', ...). Links are numbered
+    the left hosts' first, then the trunk, then the right hosts'; the trunk is a 'fabric' link (its latency is
+    its own, not halved as a host link's is)."""
+    _count(left, "left")
+    _count(right, "right")
+    nic, trunk = as_link(nic, "nic"), as_link(trunk, "trunk") if trunk is not None else None
+    trunk = trunk or nic
+    hosts = left + right
+    labels = [f"h{h}" for h in range(hosts)] if labels is None else list(labels)
+    if len(labels) != hosts:
+        raise ValueError(f"labels: expected {hosts} host names, got {len(labels)}")
+    b = Builder()
+    a = b.node(switches[0], "switch", ((left - 1) / 2, 1.5))
+    z = b.node(switches[1], "switch", (left + (right - 1) / 2, 1.5))
+    endpoints = []
+    for h in range(hosts):
+        if h == left:
+            b.link(a, z, trunk, "fabric")
+        v = b.node(labels[h], "accelerator", (float(h), 0.0), h)
+        b.link(v, a if h < left else z, nic, "nic")
+        endpoints.append(v)
+    return Topology("dumbbell", b.g, (endpoints, range(hosts)), nic=nic,
+                    description=f"two switches, {left} + {right} hosts, NIC {nic.describe()}, "
+                                f"trunk {trunk.describe()}")
 
 
 def from_network(net: Network, ranks: int) -> Topology:

@@ -3,6 +3,9 @@
 A rank packs its reply with ``pack``; the launcher turns every rank's reply into a ``RunResult``
 with ``assemble``. The pool sends the packed replies over its pipes, torchrun all-gathers them:
 the format is the same, so the two give the same result object.
+
+A simulated run returns the other result type, ``net.result.SimResult``; the two share their names
+where they mean the same: ``wall_s``, ``time_s``, ``fabric``, ``message_pattern()``.
 """
 from __future__ import annotations
 
@@ -22,6 +25,17 @@ class RunResult:
 
     def __getitem__(self, rank):
         return self.values[rank]
+
+    @property
+    def time_s(self) -> float:
+        """The run's time on its ranks' clocks: when the slowest finished (``Trace.makespan``; virtual
+        seconds on a modelled network), as a ``SimResult``'s ``time_s`` is a simulated run's."""
+        return self.trace.makespan
+
+    def message_pattern(self) -> list[tuple[int, int, int]]:
+        """Sorted (src, dst, bytes) of every message (``Trace.message_pattern``), as the flow-level
+        simulator's ``SimResult.message_pattern()``."""
+        return self.trace.message_pattern()
 
 
 def pack(comm, value) -> dict:

@@ -102,6 +102,6 @@ def bisection(k: int = 8, ratios=(1, 4), nbytes: int = 16 << 20, patterns=("ring
                          "time_s": r.time_s, "busbw_GBps": r.busbw_GBps,
                          "formula_s": predicted(pattern, k, ratio, nbytes, nic=topo.nic),
                          "slowdown": r.time_s / base[pattern], "bottleneck": r.bottleneck_label,
-                         "bottleneck_kind": topo.kind_of(r.bottleneck),
+                         "bottleneck_kind": topo.kind_of(r.bottleneck_link),
                          "crossing_share": crossing_share(pattern, k), "result": r})
     return rows

@@ -125,11 +125,11 @@ def ps_hotspot(k: int = 4, servers=(1, 2, 4), nbytes: int = 16 << 20, nic="100Gb
         rows.append({"pattern": f"parameter server, {s} server{'s' if s > 1 else ''}", "time_s": r.time_s,
                      "push_bottleneck": topo.link_label(r.step_bottleneck[0]),
                      "pull_bottleneck": topo.link_label(r.step_bottleneck[1]),
-                     "bottleneck_util": float(r.utilization[r.bottleneck]), "result": r})
+                     "bottleneck_util": float(r.utilization[r.bottleneck_link]), "result": r})
     ring = simulate(topo, "allreduce", "ring", count * 4)
     rows.append({"pattern": "ring all-reduce", "time_s": ring.time_s,
                  "push_bottleneck": ring.summary()["bottleneck"], "pull_bottleneck": "",
-                 "bottleneck_util": float(ring.utilization[ring.bottleneck]), "result": ring})
+                 "bottleneck_util": float(ring.utilization[ring.bottleneck_link]), "result": ring})
     return rows
 
 

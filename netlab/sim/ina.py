@@ -14,38 +14,49 @@ is exactly ``netlab.collectives.cost.ina_allreduce`` (a test checks).
 Left out: rates changing while the stream runs (a fast worker that finishes early does not give
 its share to a slow one), SHARP's tree of aggregating switches (one switch sums everything here),
 direct networks (no switch), packets and a limit on chunks in flight.
+
+Returns a ``net.result.SimResult`` (model 'flow', no steps: the chunks pipeline) with an ``InaDetail``.
 """
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
 from ..collectives import cost
 from .. import validate
+from ..net.result import SimResult
 from ..net.topology import KINDS, Topology
 from .maxmin import max_min
 
 PCIE = KINDS.index("pcie")
 
 
-@dataclass
-class InaResult:
+@dataclass(eq=False)
+class InaDetail:
+    """What an in-network all-reduce on the flow model observes, beside the ``SimResult`` fields every model
+    has (``time_s``, ``wall_s``, ``topology``; ``net/result.py``). Read through the result: ``r.busbw_GBps``."""
     ranks: int
     nbytes: int
     chunks: int
     switch: str                   # label of the aggregating switch
-    time_s: float
     up_rate: np.ndarray           # (ranks,) bytes/s of each worker's stream to the switch
     down_rate: np.ndarray         # (ranks,) bytes/s of the sums back
-    wall_s: float
+    result: SimResult | None = field(default=None, repr=False)   # the run it belongs to (set by SimResult)
 
     @property
     def busbw_GBps(self) -> float:
-        return cost.busbw("allreduce", self.ranks, self.nbytes, self.time_s) / 1e9 if self.time_s > 0 else 0.0
+        time_s = self.result.time_s
+        return cost.busbw("allreduce", self.ranks, self.nbytes, time_s) / 1e9 if time_s > 0 else 0.0
+
+    def summary(self) -> dict:
+        r = self.result
+        return {"topology": r.topology.name, "collective": "allreduce", "algo": "ina", "ranks": self.ranks,
+                "bytes": int(self.nbytes), "chunks": self.chunks, "switch": self.switch, "time_s": r.time_s,
+                "busbw_GBps": self.busbw_GBps, "wall_s": r.wall_s}
 
 
 def nearest_switch(topology: Topology, nodes) -> int:
@@ -76,7 +87,7 @@ def _paths(topology: Topology, nodes, switch: int, up: bool):
 
 def allreduce(topology: Topology, nbytes: int = 64 << 20, ranks: int | None = None, *, chunks: int = 1,
               capacity: float = math.inf, switch: str | None = None, placement="ordered",
-              seed: int = 0) -> InaResult:
+              seed: int = 0) -> SimResult:
     """Simulate one in-network all-reduce of S = `nbytes` over `ranks` workers of `topology`.
 
     `switch`: the label of the aggregating switch (default: the one nearest all the workers);
@@ -99,8 +110,10 @@ def allreduce(topology: Topology, nbytes: int = 64 << 20, ranks: int | None = No
             raise ValueError(f"switch: {topology.name} has no switch labelled {switch!r}")
         node = found[0]
     if ranks == 1:
-        return InaResult(ranks=1, nbytes=int(nbytes), chunks=chunks, switch=topology.labels[node], time_s=0.0,
-                         up_rate=np.full(1, np.inf), down_rate=np.full(1, np.inf), wall_s=time.perf_counter() - started)
+        detail = InaDetail(ranks=1, nbytes=int(nbytes), chunks=chunks, switch=topology.labels[node],
+                           up_rate=np.full(1, np.inf), down_rate=np.full(1, np.inf))
+        return SimResult(model="flow", time_s=0.0, wall_s=time.perf_counter() - started, topology=topology,
+                         detail=detail)
     rates = {}
     for up in (True, False):
         flow, link, alpha = _paths(topology, nodes, node, up)
@@ -114,5 +127,7 @@ def allreduce(topology: Topology, nbytes: int = 64 << 20, ranks: int | None = No
         sent += a_up + c / r_up
         summed = max(summed, sent.max()) + c / capacity
         back = np.maximum(back, summed) + a_down + c / r_down
-    return InaResult(ranks=ranks, nbytes=int(nbytes), chunks=chunks, switch=topology.labels[node],
-                     time_s=float(back.max()), up_rate=r_up, down_rate=r_down, wall_s=time.perf_counter() - started)
+    detail = InaDetail(ranks=ranks, nbytes=int(nbytes), chunks=chunks, switch=topology.labels[node], up_rate=r_up,
+                       down_rate=r_down)
+    return SimResult(model="flow", time_s=float(back.max()), wall_s=time.perf_counter() - started, topology=topology,
+                     detail=detail)

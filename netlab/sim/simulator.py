@@ -27,12 +27,13 @@ the real ranks, whose eager sends let the receiver sum one arrival while the nex
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..collectives import cost
 from .. import validate
+from ..net.result import SimResult
 from ..net.routing import MODES, route
 from ..net.topology import Topology
 from .maxmin import FlowSet
@@ -62,44 +63,52 @@ class _Signature:
     done: dict | None = None               # sizes.tobytes() -> completion times, other size mixes
 
 
-@dataclass
-class SimResult:
-    topology: Topology
+@dataclass(eq=False)
+class FlowDetail:
+    """What the flow-level simulator observes of a collective's run, beside the ``SimResult`` fields every
+    model has (``time_s``, ``step_times``, ``wall_s``, ``topology``; ``net/result.py``). Read through the
+    result: ``r.busbw_GBps``, ``r.bottleneck``."""
     collective: str
     algo: str
     ranks: int
     nbytes: int                  # S as nccl-tests counts it
-    time_s: float
-    step_times: np.ndarray       # (steps,) seconds
     step_bottleneck: np.ndarray  # (steps,) link id: most bytes per capacity in that step
     step_slowest: np.ndarray     # (steps,) slowest flow's max-min rate / line rate at the step's start
     link_bytes: np.ndarray       # (E,) bytes each link carried
-    wall_s: float                # how long the simulation took on this machine
     routing: str = "ecmp"
     placement: str = "ordered"
     messages: tuple | None = None    # (src, dst, bytes) arrays when recorded
+    result: SimResult | None = field(default=None, repr=False)   # the run it belongs to (set by SimResult)
 
     @property
     def algbw_GBps(self) -> float:
-        return cost.algbw(self.nbytes, self.time_s) / 1e9
+        return cost.algbw(self.nbytes, self.result.time_s) / 1e9
 
     @property
     def busbw_GBps(self) -> float:
-        return cost.busbw(self.collective, self.ranks, self.nbytes, self.time_s) / 1e9 if self.time_s > 0 else 0.0
+        time_s = self.result.time_s
+        return cost.busbw(self.collective, self.ranks, self.nbytes, time_s) / 1e9 if time_s > 0 else 0.0
 
     @property
     def utilization(self) -> np.ndarray:
         """(E,) fraction of the run each link was busy at full rate."""
-        return self.link_bytes / (self.topology.capacity * self.time_s) if self.time_s > 0 else self.link_bytes * 0
+        r = self.result
+        return self.link_bytes / (r.topology.capacity * r.time_s) if r.time_s > 0 else self.link_bytes * 0
 
     @property
-    def bottleneck(self) -> int:
-        """The most utilized link over the whole run (ties: a port before a fabric link)."""
-        return busiest(self.utilization, self.topology.link_kind)
+    def bottleneck_link(self) -> int:
+        """The most utilized link's id over the whole run (ties: a port before a fabric link)."""
+        return busiest(self.utilization, self.result.topology.link_kind)
+
+    @property
+    def bottleneck(self) -> str:
+        """The most utilized link, by its label (as the packet fabric names its busiest port)."""
+        return self.result.topology.link_label(self.bottleneck_link)
 
     @property
     def bottleneck_label(self) -> str:
-        return f"{self.topology.link_label(self.bottleneck)} ({self.topology.kind_of(self.bottleneck)})"
+        topo = self.result.topology
+        return f"{self.bottleneck} ({topo.kind_of(self.bottleneck_link)})"
 
     @property
     def slowest_flow(self) -> float:
@@ -108,9 +117,10 @@ class SimResult:
 
     def time_by_bottleneck_kind(self) -> dict[str, float]:
         """Seconds of steps whose bottleneck is a NIC, a fabric, an intra-host or a PCIe link."""
-        kinds = self.topology.link_kind[self.step_bottleneck] if self.step_times.size else np.zeros(0, np.int8)
+        r = self.result
+        kinds = r.topology.link_kind[self.step_bottleneck] if r.step_times.size else np.zeros(0, np.int8)
         from ..net.topology import KINDS
-        return {k: float(self.step_times[kinds == i].sum()) for i, k in enumerate(KINDS)
+        return {k: float(r.step_times[kinds == i].sum()) for i, k in enumerate(KINDS)
                 if (kinds == i).any()}
 
     def message_pattern(self) -> list[tuple[int, int, int]]:
@@ -122,16 +132,17 @@ class SimResult:
 
     def summary(self) -> dict:
         """The figures the CLI prints (times in s, bandwidths in GB/s with GB = 1e9 B)."""
-        util = self.utilization
-        return {"topology": self.topology.name, "collective": self.collective, "algo": self.algo,
+        r, topo = self.result, self.result.topology
+        util, link = self.utilization, self.bottleneck_link
+        return {"topology": topo.name, "collective": self.collective, "algo": self.algo,
                 "ranks": self.ranks, "bytes": int(self.nbytes), "routing": self.routing, "placement": self.placement,
-                "time_s": self.time_s, "algbw_GBps": self.algbw_GBps, "busbw_GBps": self.busbw_GBps,
-                "bottleneck": self.topology.link_label(self.bottleneck),
-                "bottleneck_kind": self.topology.kind_of(self.bottleneck),
-                "bottleneck_util": float(util[self.bottleneck]),
-                "links_as_busy": int(np.sum(util >= util[self.bottleneck] * (1 - 1e-6))),
-                "slowest_flow_rate": self.slowest_flow, "steps": int(self.step_times.size),
-                "wall_s": self.wall_s}
+                "time_s": r.time_s, "algbw_GBps": self.algbw_GBps, "busbw_GBps": self.busbw_GBps,
+                "bottleneck": topo.link_label(link),
+                "bottleneck_kind": topo.kind_of(link),
+                "bottleneck_util": float(util[link]),
+                "links_as_busy": int(np.sum(util >= util[link] * (1 - 1e-6))),
+                "slowest_flow_rate": self.slowest_flow, "steps": int(r.step_times.size),
+                "wall_s": r.wall_s}
 
 
 class Simulator:
@@ -249,8 +260,8 @@ class Simulator:
         if record:
             messages = tuple(np.concatenate(m) if m else np.zeros(0, np.int64) for m in messages)
         step_times = np.array(times)
-        return SimResult(topology=self.topology, collective=collective, algo=algo, ranks=self.ranks,
-                         nbytes=int(nbytes or 0), time_s=float(step_times.sum()), step_times=step_times,
-                         step_bottleneck=np.array(bottlenecks, dtype=np.int64), step_slowest=np.array(slowest),
-                         link_bytes=link_bytes, wall_s=time.perf_counter() - started, routing=self.routing,
-                         placement=self.placement, messages=messages)
+        detail = FlowDetail(collective=collective, algo=algo, ranks=self.ranks, nbytes=int(nbytes or 0),
+                            step_bottleneck=np.array(bottlenecks, dtype=np.int64), step_slowest=np.array(slowest),
+                            link_bytes=link_bytes, routing=self.routing, placement=self.placement, messages=messages)
+        return SimResult(model="flow", time_s=float(step_times.sum()), step_times=step_times,
+                         wall_s=time.perf_counter() - started, topology=self.topology, detail=detail)

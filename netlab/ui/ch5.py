@@ -79,4 +79,4 @@ class FabricPanel(Panel):
         topo = panel_fabric(fabric=v.fabric, k=v.k, ratio=float(v.ratio), gpus=v.gpus, nics=v.nics, ranks=v.ranks)
         self.last = r = sim.simulate(sim.Simulator(topo, v.ranks, placement=v.placement, routing=v.routing,
                                                    seed=v.seed), "allreduce", v.algo, parse_bytes(v.size, "size"))
-        return describe(r), draw_topology(r.topology, load=r.utilization, highlight=r.bottleneck)
+        return describe(r), draw_topology(r.topology, load=r.utilization, highlight=r.bottleneck_link)

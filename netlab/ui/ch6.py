@@ -34,7 +34,7 @@ PANEL_EVENTS = 200_000
 def run_setting(setting, *, rounds: int = 1, event_limit: int | None = None):
     """One panel setting as an incast run: `setting` maps each of the panel's controls (senders, block,
     bandwidth, buffer, transport, ecn_k, pfc, rto_min) to its value (sizes as text, e.g. '256K',
-    '1Gbit/s', '200ms'); ``event_limit``: stop there, round finished or not (``Run.complete``)."""
+    '1Gbit/s', '200ms'); ``event_limit``: stop there, round finished or not (the result's ``complete``)."""
     senders, block, bandwidth, buffer, transport, ecn_k, pfc, rto_min = (setting[k] for k in SETTING)
     bw, buf = parse_bandwidth(bandwidth, "bandwidth"), parse_bytes(buffer, "buffer")
     ecn = ECN.dctcp(parse_bytes(ecn_k, "ecn-k")) if ecn_k != "default" else default_ecn(transport, bw)
@@ -56,7 +56,7 @@ def describe(run) -> str:
     link = run.port.rate
     if not run.complete:
         done = sum(f.done_at is not None for f in run.flows)
-        return (f"stopped after {s['events']:,} events, {fmt_time(run.fabric.now)} into the round "
+        return (f"stopped after {s['events']:,} events, {fmt_time(run.engine.now)} into the round "
                 f"(lossless: {fmt_time(run.payload / link)}): {done} of {len(run.flows)} flows finished, "
                 f"{run.delivered() / run.payload:.0%} of the bytes delivered; drops {s['drops']}, marks {s['marks']}, "
                 f"timeouts {s['timeouts']}, PFC pause {fmt_time(s['pause_s'])}; simulated in {s['wall_s']:.2f} s. "
@@ -97,6 +97,6 @@ class CongestionPanel(Panel):
 
     def render(self, values):
         self.last = run = panel_run(values)          # a ValueError is shown as "cannot run this setting: ..."
-        stopped = "" if run.complete else f" (stopped at {fmt_time(run.fabric.now)})"
+        stopped = "" if run.complete else f" (stopped at {fmt_time(run.engine.now)})"
         title = f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}{stopped}"
         return describe(run), incast_run(run, title=title)

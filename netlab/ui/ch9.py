@@ -82,11 +82,11 @@ def describe(run) -> str:
               f"({s['duplicates']} the receiver already had), max queue {fmt_bytes(max(run.port.q_bytes))}")
     if not run.complete:
         done = sum(f.done_at is not None for f in run.flows)
-        return (f"stopped after {s['events']:,} events at {fmt_time(run.fabric.now)} ({done} of {len(run.flows)} "
+        return (f"stopped after {s['events']:,} events at {fmt_time(run.engine.now)} ({done} of {len(run.flows)} "
                 f"flows done; closed form {fmt_time(run.ideal_s)}): {counts}{load}. The panel stops at "
                 f"{PANEL_EVENTS:,} events; python -m netlab congestion incast runs an incast to the end")
-    return (f"done in {fmt_time(run.completion_s)} (closed form {fmt_time(run.ideal_s)}: "
-            f"{run.ideal_s / run.completion_s:.0%} of it); {counts}{load}; simulated in {s['wall_s']:.2f} s")
+    return (f"done in {fmt_time(run.time_s)} (closed form {fmt_time(run.ideal_s)}: "
+            f"{run.ideal_s / run.time_s:.0%} of it); {counts}{load}; simulated in {s['wall_s']:.2f} s")
 
 
 class EthernetPanel(Panel):
@@ -123,6 +123,6 @@ class EthernetPanel(Panel):
 
     def render(self, values):
         self.last = run = panel_run(values)
-        stopped = "" if run.complete else f" (stopped at {fmt_time(run.fabric.now)})"
+        stopped = "" if run.complete else f" (stopped at {fmt_time(run.engine.now)})"
         title = f"{len(run.flows)} flows, {run.flows[0].sender.__class__.__name__}{stopped}"
         return describe(run), fabric_run(run, title=title)

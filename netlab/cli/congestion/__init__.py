@@ -178,7 +178,7 @@ def main(args) -> int:
         except RuntimeError as exc:
             raise collapsed(exc, args.senders, buffer) from None
     if not run.complete:
-        raise incomplete(len(run.rounds), rounds)
+        raise incomplete(len(run.step_times), rounds)
     row = {"senders": args.senders, "block_bytes": block, "bandwidth_Bps": bandwidth, "buffer_bytes": buffer,
            "transport": transport, "rto_min_s": rto_min, "pfc": pfc is not None,
            "ideal_s": args.senders * block / bandwidth, **run.summary()}

@@ -52,7 +52,7 @@ def ethernet_incast(args, *, rounds, block, bandwidth, buffer, rto_min, window, 
             if not runs[-1].complete:
                 raise incomplete(r, rounds)
             bar.to((r + 1) * args.senders * block)
-    times = [r.completion_s for r in runs]
+    times = [r.time_s for r in runs]
     totals = {k: sum(r.summary()[k] for r in runs) for k in ("drops", "marks", "trims", "timeouts", "retransmissions",
                                                               "nacks", "pause_s")}
     import numpy as np
@@ -64,7 +64,7 @@ def ethernet_incast(args, *, rounds, block, bandwidth, buffer, rto_min, window, 
            "completion_s": {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)),
                             "max": max(times)}, "rounds": rounds, **totals,
            "max_queue_bytes": max(max(r.port.q_bytes) for r in runs),
-           "events": sum(r.fabric.events for r in runs), "wall_s": sum(r.wall_s for r in runs)}
+           "events": sum(r.engine.events for r in runs), "wall_s": sum(r.wall_s for r in runs)}
     c = row["completion_s"]
     text = "\n".join([
         f"# netlab congestion incast: {args.senders} senders x {fmt_bytes(block)} into one {fmt_bandwidth(bandwidth)} "

@@ -44,10 +44,10 @@ def ch9(path=None) -> Prediction:
         t = {m: ethernet.ring_step(None, 512 * 1024,
                                    switch=replace(ethernet.RING, topology="fattree:4", transport="nscc", multipath=m))
              for m in ("ecmp", "spray")}
-        ratio = t["ecmp"].completion_s / t["spray"].completion_s
+        ratio = t["ecmp"].time_s / t["spray"].time_s
         return {"value": ratio, "collisions": t["ecmp"].info["ecmp_collisions"],
-                "text": f"16 hosts, 512 KB each: ECMP {t['ecmp'].completion_s * 1e3:.2f} ms, spraying "
-                        f"{t['spray'].completion_s * 1e3:.2f} ms (x{ratio:.2f}); the busiest link under ECMP carried "
+                "text": f"16 hosts, 512 KB each: ECMP {t['ecmp'].time_s * 1e3:.2f} ms, spraying "
+                        f"{t['spray'].time_s * 1e3:.2f} ms (x{ratio:.2f}); the busiest link under ECMP carried "
                         f"{t['ecmp'].info['ecmp_collisions']} flows"}
     return Prediction(
         "ch9-ecmp-vs-spray", "One ring all-reduce step on a k=4 fat-tree (16 hosts, ranks in a shuffled order, "
@@ -101,8 +101,8 @@ def ch9_trim(path=None) -> Prediction:
         r = ethernet.incast(n, block,
                             switch=replace(ethernet.INCAST, transport="nscc", trim=True, buffer=32 * 1024, rto_min=0.2))
         s = r.summary()
-        return {"value": r.completion_s / r.ideal_s, "timeouts": s["timeouts"], "trims": s["trims"],
-                "text": f"trimming + NSCC: {r.completion_s * 1e3:.2f} ms (N x block / B = {r.ideal_s * 1e3:.2f} ms), "
+        return {"value": r.time_s / r.ideal_s, "timeouts": s["timeouts"], "trims": s["trims"],
+                "text": f"trimming + NSCC: {r.time_s * 1e3:.2f} ms (N x block / B = {r.ideal_s * 1e3:.2f} ms), "
                         f"{s['trims']} packets trimmed, {s['timeouts']} timeouts"}
     return Prediction(
         "ch9-trimming", "16 senders push 256 KB each into one 1 Gbit/s port with a 32 KB buffer and RTOmin 200 ms "
@@ -126,8 +126,8 @@ def ch9_failover(path=None) -> Prediction:
         from ...fabric import ethernet
         t = {m: ethernet.failover(8, 2 * 1024 * 1024,
                                   switch=replace(ethernet.FAILOVER, multipath=m)) for m in ("ecmp", "reps")}
-        ratio = t["ecmp"].completion_s / t["reps"].completion_s
-        return {"value": ratio, "text": f"ECMP {t['ecmp'].completion_s * 1e3:.1f} ms, REPS {t['reps'].completion_s * 1e3:.1f} "
+        ratio = t["ecmp"].time_s / t["reps"].time_s
+        return {"value": ratio, "text": f"ECMP {t['ecmp'].time_s * 1e3:.1f} ms, REPS {t['reps'].time_s * 1e3:.1f} "
                                         f"ms; REPS sent its last packet onto the dead link "
                                         f"{t['reps'].info['last_sent_onto_it_s'] * 1e6:.0f} us after it failed"}
     return Prediction(
@@ -152,9 +152,9 @@ def ch9_planes(path=None) -> Prediction:
         from ...fabric import ethernet
         healthy = ethernet.planes_step(8, switch=replace(ethernet.PLANES, multipath="reps", planes=8))
         down = ethernet.planes_step(8, switch=replace(ethernet.PLANES, multipath="reps", planes=8), failed="link")
-        ratio = healthy.completion_s / down.completion_s
-        return {"value": ratio, "text": f"8 planes: healthy {healthy.completion_s * 1e3:.3f} ms, one plane down "
-                                        f"{down.completion_s * 1e3:.3f} ms: {ratio:.3f} of the healthy goodput"}
+        ratio = healthy.time_s / down.time_s
+        return {"value": ratio, "text": f"8 planes: healthy {healthy.time_s * 1e3:.3f} ms, one plane down "
+                                        f"{down.time_s * 1e3:.3f} ms: {ratio:.3f} of the healthy goodput"}
     return Prediction(
         "ch9-planes", "A NIC split into 8 planes (each its own switch, 1/8 of the rate), a ring step sprayed with "
         "entropy recycling, and host 0's link in one plane down: what fraction of the healthy goodput is left?",
