@@ -51,6 +51,9 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
              "chapter 1's data-parallel step, `netlab step`, and its figures"),
     "topology": (("figures/topology.py", "net/topology.py"), "a cluster's topology and its drawing (chapter 5)"),
     "trace": (("figures/trace.py", "runtime/trace.py"), "a run's trace and chapter 7's figures drawn from it"),
+    "result": (("net/result.py", "runtime/result.py"),
+               "the same subject for the two kinds of run: what a simulated run returns (`SimResult`) and what "
+               "real ranks return (`RunResult`), with the field names they share"),
     # the same algorithm at another scale or in another form
     "alltoall": (("collectives/alltoall.py", "sim/alltoall.py"),
                  "the same all-to-all: on real ranks, and on thousands of simulated ones"),
