@@ -82,6 +82,26 @@ def test_the_architecture_page_draws_the_table():
                                        "paste netlab._layers.drawing() into its ``` block:\n" + _layers.drawing())
 
 
+def folder_table(text: str) -> list[str]:
+    """The rows of a page's "| folder | mechanism | chapters |" table."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("| folder | mechanism"))
+    rows = []
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            break
+        rows.append(ln)
+    return rows
+
+
+def test_the_readme_and_the_architecture_page_give_one_folder_table_naming_every_folder():
+    readme, page = (folder_table((ROOT / name).read_text()) for name in ("README.md", "docs/architecture.md"))
+    assert readme == page, "README.md's folder table differs from docs/architecture.md's: copy the page's rows"
+    named = {word.strip("`/") for row in page for word in row.split("|")[1].split()}
+    folders = {p.name for p in (ROOT / "netlab").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders <= named, f"netlab/ folders missing from the folder table: {sorted(folders - named)}"
+
+
 def _docstring(path: pathlib.Path) -> str:
     return ast.get_docstring(ast.parse(path.read_text(), str(path))) or ""
 
