@@ -166,7 +166,9 @@ def test_grading_takes_a_design_from_the_notebook_or_the_file(tmp_path):
 
 
 BAD = {
-    "hangs": "def max_min_rates(flows, capacity):\n    while True:\n        pass\n",
+    # blocked for good (a deadlock): the sandbox's wall-clock limit ends it as it ends a busy loop, without the
+    # loop's 15 CPU seconds (the CPU-time limit, twice the wall's plus 10 s, could not act first either way)
+    "hangs": "import threading\ndef max_min_rates(flows, capacity):\n    threading.Event().wait()\n",
     "raises": "def max_min_rates(flows, capacity):\n    return 1 / 0\n",
     "prints": ("import sys\ndef max_min_rates(flows, capacity):\n"
                "    for _ in range(20000):\n        sys.stdout.write('x' * 1000 + '\\n')\n    return [0.0] * len(flows)\n"),

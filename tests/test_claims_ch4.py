@@ -2,10 +2,16 @@
 
 The short runs (60 and 30 steps) are the chapter's CI sizes; claims the chapter makes about 300 steps are
 checked at 300 steps (marked slow), and so is every claim whose check takes more than a few seconds: those
-read off the 30-step table (a 20 s fixture, which would be a sixth of `make quick`), those read off the
-bandwidth sweeps (5 s), and the 60-step accuracy checks of top-k, threshold and int8 (3-4 s each). Accuracy bounds are margins stated for every seed tried, wire bytes and
-crossovers are derived from the ring's and the all-gather's closed forms, never fitted to one run.
+read off the 30-step table (17 of its runs, about 12 s, which would be a sixth of `make quick`), those read
+off the bandwidth sweeps (5 s), and the 60-step accuracy checks of top-k, threshold and int8 (3-4 s each).
+Accuracy bounds are margins stated for every seed tried, wire bytes and crossovers are derived from the
+ring's and the all-gather's closed forms, never fitted to one run.
+
+Each training configuration runs once in this module (``accuracy`` keeps its result): the runs are
+deterministic (seeded data, model and compressors; a virtual clock), so two tests that read the same run,
+say the 30-step fp32 baseline, read the same numbers a second run would give.
 """
+import functools
 import math
 
 import pytest
@@ -13,14 +19,33 @@ import pytest
 from claims import claim
 from netlab.dataparallel import train
 from netlab.compress import pays, table
+from netlab.compress.codec_cost import label
 from netlab.compress.training import run_training
 
 RANKS = 4
 SEEDS = (0, 1)
 
 
-def accuracy(method, steps, seed=0, **options):
-    return run_training(method, ranks=RANKS, steps=steps, seed=seed, **options)
+@functools.cache
+def _trained(method, steps, seed, error_feedback, options):
+    return run_training(method, ranks=RANKS, steps=steps, seed=seed, error_feedback=error_feedback, **dict(options))
+
+
+def accuracy(method, steps, seed=0, error_feedback=False, **options):
+    """The chapter's training (4 ranks, its model, data and codec cost) of `method`: run once per configuration."""
+    return _trained(method, steps, seed, error_feedback, tuple(sorted(options.items())))
+
+
+TABLE_STEPS = 30                                                  # the chapter's table at its CI length
+TABLE = {label(m, options): (m, options) for m, options in table.for_steps(TABLE_STEPS)}   # DGC's warm-up scaled
+DGC = next(name for name in TABLE if name.startswith("dgc"))
+
+
+def row(name, error_feedback=False):
+    """One run of the chapter's 30-step table (``table.method_table``'s rows: the method's run without and
+    with error feedback, seed 0), by the name the table prints; only the runs a claim reads are trained."""
+    method, options = TABLE[name]
+    return accuracy(method, TABLE_STEPS, error_feedback=error_feedback, **options)
 
 
 @pytest.mark.slow           # six 60-step runs: about 4 s
@@ -47,45 +72,37 @@ def test_rescaled_randomk_trains_alone_and_diverges_within_a_few_dozen_steps_wit
         assert ef.diverged is not None and ef.diverged < 50, seed
 
 
-@pytest.fixture(scope="module")
-def short():
-    """The chapter's table at its CI length, 30 steps, seed 0; and the fp32 baseline beside it."""
-    rows = table.method_table(table.for_steps(30)[1:], ranks=RANKS, steps=30)
-    return {r["method"]: r for r in rows}, accuracy("none", 30)
-
-
-@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
+@pytest.mark.slow           # the 30-step table's runs: in make test only
 @claim("ch4.codec-charged")
-def test_qsgd_steps_slower_than_fp32_at_1gbit_and_topk_faster(short):
-    rows, base = short
-    assert rows["qsgd (bits=4)"]["step_s"] > base.step_s > rows["topk (ratio=0.01)"]["step_s_ef"]
-    assert rows["randomk (ratio=0.1)"]["step_s"] > base.step_s
+def test_qsgd_steps_slower_than_fp32_at_1gbit_and_topk_faster():
+    base = accuracy("none", TABLE_STEPS)
+    assert row("qsgd (bits=4)").step_s > base.step_s > row("topk (ratio=0.01)", error_feedback=True).step_s
+    assert row("randomk (ratio=0.1)").step_s > base.step_s
 
 
-@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
+@pytest.mark.slow           # the 30-step table's runs: in make test only
 @claim("ch4.fp16-free")
-def test_fp16_and_bf16_end_where_fp32_ends(short):
-    rows, base = short
+def test_fp16_and_bf16_end_where_fp32_ends():
+    base = accuracy("none", TABLE_STEPS)
     for m in ("fp16", "bf16"):
-        assert abs(rows[m]["accuracy"] - base.final_accuracy) <= 0.01
+        assert abs(row(m).final_accuracy - base.final_accuracy) <= 0.01
 
 
-@pytest.mark.slow           # four runs: about 3 s
+@pytest.mark.slow           # five 30-step runs (seed 0's fp32 run is the table's baseline): about 3 s
 @claim("ch4.int8-trails-early")
 def test_int8_trails_fp32_after_30_steps_for_every_seed():
     for seed in (0, 1, 2):
         assert accuracy("int8", 30, seed).final_accuracy < accuracy("none", 30, seed).final_accuracy, seed
 
 
-@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
+@pytest.mark.slow           # the 30-step table's runs: in make test only
 @claim("ch4.ef-rescues-biased")
-def test_error_feedback_adds_more_than_ten_points_to_every_biased_compressor(short):
-    rows, _ = short
+def test_error_feedback_adds_more_than_ten_points_to_every_biased_compressor():
     for m in ("sign", "majority", "topk (ratio=0.01)", "powersgd (rank=1)", "powersgd (rank=2)"):
-        assert rows[m]["accuracy_ef"] > rows[m]["accuracy"] + 0.1, m
+        assert row(m, error_feedback=True).final_accuracy > row(m).final_accuracy + 0.1, m
 
 
-@pytest.mark.slow           # four 60-step runs: about 3.5 s
+@pytest.mark.slow           # four 30-step runs: about 3 s
 @claim("ch4.threshold-below-chance")
 def test_threshold_without_error_feedback_ends_below_chance_and_recovers_with_it():
     for seed in SEEDS:
@@ -94,43 +111,37 @@ def test_threshold_without_error_feedback_ends_below_chance_and_recovers_with_it
         assert alone.final_accuracy < 0.1 < ef.final_accuracy, seed
 
 
-@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
+@pytest.mark.slow           # the 30-step table's runs: in make test only
 @claim("ch4.dgc-beats-topk")
-def test_dgc_without_error_feedback_trains_better_than_topk_alone(short):
-    rows, _ = short
-    dgc = next(r for m, r in rows.items() if m.startswith("dgc"))
-    assert dgc["accuracy"] > rows["topk (ratio=0.01)"]["accuracy"]
+def test_dgc_without_error_feedback_trains_better_than_topk_alone():
+    assert row(DGC).final_accuracy > row("topk (ratio=0.01)").final_accuracy
 
 
-@pytest.mark.slow           # the 30-step table (fixture short): about 20 s, in make test only
+@pytest.mark.slow           # the 30-step table's runs: in make test only
 @claim("ch4.dgc-beats-fp32")
-def test_dgc_with_error_feedback_beats_plain_sgd_fp32(short):
-    rows, base = short
-    dgc = next(r for m, r in rows.items() if m.startswith("dgc"))
-    assert dgc["accuracy_ef"] > base.final_accuracy
-
-
-@pytest.fixture(scope="module")
-def long_base():
-    return accuracy("none", 300)
+def test_dgc_with_error_feedback_beats_plain_sgd_fp32():
+    assert row(DGC, error_feedback=True).final_accuracy > accuracy("none", TABLE_STEPS).final_accuracy
 
 
 @pytest.mark.slow
 @claim("ch4.int8-catches-up")
-def test_int8_ends_within_a_point_of_fp32_after_300_steps(long_base):
+def test_int8_ends_within_a_point_of_fp32_after_300_steps():
+    long_base = accuracy("none", 300)
     assert abs(accuracy("int8", 300).final_accuracy - long_base.final_accuracy) <= 0.01
 
 
 @pytest.mark.slow
 @claim("ch4.unbiased-fine")
-def test_qsgd_and_terngrad_end_within_a_point_of_fp32_after_300_steps_without_error_feedback(long_base):
+def test_qsgd_and_terngrad_end_within_a_point_of_fp32_after_300_steps_without_error_feedback():
+    long_base = accuracy("none", 300)
     for method, options in (("qsgd", {"bits": 4}), ("terngrad", {})):
         assert abs(accuracy(method, 300, **options).final_accuracy - long_base.final_accuracy) <= 0.01, method
 
 
 @pytest.mark.slow
 @claim("ch4.powersgd-ef-within-a-point")
-def test_powersgd_rank_1_and_2_with_error_feedback_end_within_a_point_of_fp32_after_300_steps(long_base):
+def test_powersgd_rank_1_and_2_with_error_feedback_end_within_a_point_of_fp32_after_300_steps():
+    long_base = accuracy("none", 300)
     for rank in (1, 2):
         ef = accuracy("powersgd", 300, rank=rank, error_feedback=True)
         assert abs(ef.final_accuracy - long_base.final_accuracy) <= 0.01, rank

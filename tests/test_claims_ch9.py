@@ -2,6 +2,7 @@
 closed forms the chapter prints beside its numbers: c x block / B for c flows on a link, block / B at line
 rate, N x block / B for a port that never idles, the bytes left over the links left after a failure,
 7/8 of the NIC with one of eight planes down, the framed emulation of a shaped link."""
+import functools
 from dataclasses import replace
 import pytest
 
@@ -18,6 +19,7 @@ GBIT = 1e9 / 8
 BLOCK = 256 * KB                                       # the chapter's CI block
 
 
+@functools.cache                                       # two claims read the same two runs (deterministic)
 def _steps():
     return {m: ethernet.ring_step(None, BLOCK,
                                   switch=replace(ethernet.RING, topology="fattree:4", transport="nscc", multipath=m))
@@ -66,6 +68,7 @@ def test_reno_resends_packets_the_receiver_had_and_is_slower_than_nscc():
     assert u["retransmissions"] == 0 and runs["reno"].time_s > runs["nscc"].time_s
 
 
+@functools.cache                                       # two claims read the same five incasts (deterministic)
 def _incasts():
     n, block = 16, 256 * KB
     setups = {"reno": dict(transport="reno"),

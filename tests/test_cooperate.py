@@ -22,11 +22,17 @@ from conftest import joining, memory_cgroup, remove_cgroup, running, wait_gone
 pytestmark = pytest.mark.slow             # fresh interpreters, each with a pool
 
 HOLDER = textwrap.dedent("""
-    import sys, time, netlab
+    import os, sys, time, netlab
     from netlab.runtime import death, shared
 
     def sleep(comm, seconds):
         time.sleep(seconds)
+        return comm.rank
+
+    def hold(comm, gate):
+        open(f"{gate}.{comm.rank}", "w").close()        # this rank is running
+        while not os.path.exists(gate):                 # until the test lets the run end
+            time.sleep(0.02)
         return comm.rank
 
     netlab.set_idle_timeout(None)                       # only a request can take its ranks
@@ -34,7 +40,7 @@ HOLDER = textwrap.dedent("""
     print("pids", *shared._default.pids, death.forkserver_pid(), flush=True)
     if sys.argv[1] == "busy":
         sys.stdin.readline()                            # the test says when to start the long run
-        print("values", netlab.run(sleep, 12, ranks=int(sys.argv[2]), timeout=60).values, flush=True)
+        print("values", netlab.run(hold, sys.argv[3], ranks=int(sys.argv[2]), timeout=120).values, flush=True)
     sys.stdin.readline()                                # stay open until the test is done
     print("pool", shared._default is not None, death.forkserver_pid() is not None, flush=True)
 """)
@@ -83,12 +89,16 @@ def _shares(pids):
 
 
 def test_an_idle_pool_gives_its_ranks_back_and_a_running_one_is_not_interrupted(lab):
+    gate = os.path.join(lab.tmpdir, "busy-gate")         # the busy run lasts until this file exists
     idle = lab("holder.py", "idle", 4, name="01_idle.ipynb")
-    busy = lab("holder.py", "busy", 3, name="02_busy.ipynb")
+    busy = lab("holder.py", "busy", 3, gate, name="02_busy.ipynb")
     idle_pids, busy_pids = lab.pool_of(idle), lab.pool_of(busy)
     busy.stdin.write("\n")
-    busy.stdin.flush()                                  # its 12 s run starts
-    time.sleep(2.0)
+    busy.stdin.flush()                                  # its long run starts
+    deadline = time.monotonic() + 120
+    while not all(os.path.exists(f"{gate}.{r}") for r in range(3)):   # every rank is inside the run
+        assert busy.poll() is None and time.monotonic() < deadline, busy.stderr.read() if busy.poll() else "no start"
+        time.sleep(0.05)
     uss, pss = _shares(idle_pids)
     asker = lab("asker.py")
     out, err = asker.communicate(timeout=60)
@@ -99,6 +109,7 @@ def test_an_idle_pool_gives_its_ranks_back_and_a_running_one_is_not_interrupted(
     assert 0.8 * uss <= asked["held_bytes"] <= pss, (asked["held_bytes"], uss, pss)
     assert wait_gone(idle_pids) == []                   # its ranks and its fork server
     assert all(running(p) for p in busy_pids)
+    open(gate, "w").close()                             # the run may end now
     assert busy.stdout.readline().strip() == "values [0, 1, 2]"   # the run finished, untouched
     for proc, kept in ((idle, "pool False False"), (busy, "pool True True")):
         proc.stdin.write("\n")
