@@ -22,10 +22,10 @@ notebook kernel never imports torch). nbval executes them; this plugin records t
 * ``executed(path)`` gives the path of this run's executed chapter: the recorded one when its stamp is this
   run's and its key the chapter's current key; else (``pytest tests/test_site.py`` alone, with no notebooks
   collected) the chapter is executed here with ``build_site.execute`` and the same probe, and written there.
-* Scheduling: nbval's items, and every file with a test that uses this run's chapters (the ``executed_chapter``
-  fixture), go in one xdist group, "chapters", notebooks first: with ``--dist loadgroup`` (make test) one worker
-  runs the notebooks, then their users. Every other file stays whole on one worker, as with ``--dist loadfile``
-  (its module fixtures are built once), by the scheduler this plugin gives loadgroup.
+* Scheduling: nbval's items, and the files whose tests use this run's chapters (the ``executed_chapter``
+  fixture; USERS below), go in one xdist group, "chapters", notebooks first: with ``--dist loadgroup`` (make test)
+  one worker runs the notebooks, then their users. Every other file stays whole on one worker, as with
+  ``--dist loadfile`` (its module fixtures are built once), by the scheduler this plugin gives loadgroup.
 """
 from __future__ import annotations
 
@@ -310,27 +310,39 @@ def executed(path: Path) -> Path:
 
 
 # ---- scheduling -------------------------------------------------------------------------------------------------------
-def _users(items) -> set:
-    """The files with a test that uses this run's executed chapters."""
-    return {item.path for item in items if "executed_chapter" in getattr(item, "fixturenames", ())}
+# The files whose tests use this run's executed chapters (the executed_chapter fixture): the xdist scheduler, which
+# sees only test ids, keeps them in the chapters group by this list (pytest_collection_modifyitems checks it).
+USERS = ("tests/test_site.py", "tests/test_kernel_torch.py")
+
+
+def _in_group(nodeid: str) -> bool:
+    file = nodeid.split("::", 1)[0]
+    return file.endswith(".ipynb") or file in USERS
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Notebooks first, then every file that uses them, all in xdist group "chapters" (one worker under
+    """Notebooks first, then the files that use them, all marked xdist group "chapters" (one worker under
     --dist loadgroup, in this order); the rest keep their order after them."""
-    users = _users(items)
+    users = {item.path for item in items if "executed_chapter" in getattr(item, "fixturenames", ())}
+    unlisted = sorted({str(p.relative_to(config.rootpath)) for p in users} - set(USERS))
+    if unlisted:
+        raise pytest.UsageError(f"{', '.join(unlisted)} use(s) executed_chapter: add to tests/chapter_runs.py's USERS")
     notebooks = [item for item in items if _is_notebook_cell(item)]
-    for item in notebooks + [item for item in items if item.path in users]:
-        item.add_marker(pytest.mark.xdist_group(GROUP))
+    for item in items:
+        if _is_notebook_cell(item) or _in_group(item.nodeid):
+            item.add_marker(pytest.mark.xdist_group(GROUP))
     first = set(map(id, notebooks))
     items[:] = notebooks + [item for item in items if id(item) not in first]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """--dist loadgroup: a group stays on one worker, and every test outside a group stays with its file (as
-    --dist loadfile: a notebook's cells share one kernel, a file's module fixtures are built once)."""
+    """--dist loadgroup: the chapters group stays on one worker, and every other test stays with its file (as
+    --dist loadfile: a file's module fixtures are built once). xdist 3.8 marks a group by appending "@group" to
+    the test id, which pytest 9 no longer lets it do (a Node's id is no longer its _nodeid): stock loadgroup
+    would then scatter every test, a notebook's cells over several kernels. So the group is also known here
+    from the id itself: a notebook's cell, or a test in one of USERS."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
@@ -339,5 +351,5 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             if nodeid.rfind("@") > nodeid.rfind("]"):
                 return nodeid.split("@")[-1]
-            return nodeid.split("::", 1)[0]
+            return GROUP if _in_group(nodeid) else nodeid.split("::", 1)[0]
     return GroupsThenFiles(config, log)
