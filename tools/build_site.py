@@ -456,7 +456,8 @@ def main(argv=None) -> int:
     print(f"site: {len(notebooks)} chapter(s) at {sizes()} size, load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
     stage(cfg, notebooks, docs)
-    EXEC.mkdir(parents=True, exist_ok=True)
+    if not args.executed:
+        EXEC.mkdir(parents=True, exist_ok=True)
     digest = package_digest()
     import nbformat
     for path in notebooks:
