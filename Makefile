@@ -54,11 +54,13 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: install
 	OMP_NUM_THREADS=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=labs $(ROOT_FLAG)
 
-# Two pytest workers, each taking whole files (--dist loadfile): a notebook's cells stay in one kernel and a
-# file's module fixtures (the site build, JupyterLab) are built once. The real-kernel, browser and Binder tests'
+# Two pytest workers (--dist loadgroup). Each chapter executes once: one worker runs the notebooks (nbval), then
+# the tests that use them (the site, the torch check: group "chapters", tests/chapter_runs.py, which records
+# nbval's execution for them); every other file stays whole on one worker, as with --dist loadfile (a file's
+# module fixtures, JupyterLab's say, are built once). The real-kernel, browser and Binder tests'
 # bounds were derived on a loaded machine (load 10-30), which is what the other worker makes.
 test: install $(SITE_STAMP) fonts
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile tests labs --nbval-lax --nbval-current-env -q -rs --durations=25
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests labs --nbval-lax --nbval-current-env -q -rs --durations=25
 
 quick: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs

@@ -15,8 +15,25 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
 sys.path.insert(0, os.path.dirname(__file__))          # tests/solutions: reference answers
 
+import chapter_runs  # noqa: E402
 import netlab  # noqa: E402
 from netlab.runtime import shared  # noqa: E402
+
+
+def pytest_configure(config):
+    """tests/chapter_runs.py: nbval's execution of each chapter recorded, for the tests that need the chapter
+    executed (the site, the torch check); the chapters group scheduled first."""
+    if not config.pluginmanager.is_registered(chapter_runs):
+        config.pluginmanager.register(chapter_runs, "netlab_chapter_runs")
+
+
+@pytest.fixture(scope="session")
+def executed_chapter():
+    """executed_chapter(path) -> the file of this run's executed chapter `path` (labs/*.ipynb): the one nbval
+    executed in this run, recorded (tests/chapter_runs.py), or, when the notebooks were not run (this file
+    alone), the chapter executed now by tools/build_site.py's execute. Carries metadata netlab_run:
+    torch_modules, the torch modules the chapter's kernel had imported after its last cell."""
+    return chapter_runs.executed
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,8 +1,11 @@
 """The website (`make site`) in a real browser: every page visited in headless Chromium.
 
-The site is built at CI sizes by tools/build_site.py into _build/site-test/ (executed chapters whose
-inputs did not change are reused from _build/site-exec/ci/), or taken as built from $NETLAB_SITE
-(for example `NETLAB_SITE=_build/site` after `make site`). A local HTTP server on 127.0.0.1 serves it;
+The site is built by tools/build_site.py into _build/site-test/ from this run's executed chapters
+(`build_site.py --executed`): the ones the notebook tests executed in this run (recorded by
+tests/chapter_runs.py, at the run's sizes: CI sizes under CI, as make test runs), or, when the notebooks
+were not run (this file alone), each chapter executed here by build_site.execute first, at the sizes
+the environment gives. Or the site is taken as built from $NETLAB_SITE (for example
+`NETLAB_SITE=_build/site` after `make site`). A local HTTP server on 127.0.0.1 serves it;
 the browser crawls every page reachable from the contents page and fails on:
 - a broken link: an internal link to a page that is not there, or to an anchor the page lacks;
 - a missing image: an <img> that did not load (or loaded empty), or a figure shown as its text
@@ -13,7 +16,8 @@ the browser crawls every page reachable from the contents page and fails on:
   must work offline: MathJax and the theme are served from the site itself).
 Beside that: the contents page lists every chapter in labs/ with its objectives and a Binder link to
 that notebook; every panel of a chapter is shown with its last figure and the note that it needs a
-kernel; the Chinese terms are drawn with real glyphs (not the missing-glyph box).
+kernel; the Chinese terms are drawn with real glyphs (not the missing-glyph box). And make site's own
+execution (build_site.execute) still runs a chapter as the notebook tests do, widgets included.
 
 Skips with one line of reason where Chromium, Playwright or Jupyter Book is missing.
 """
@@ -36,8 +40,8 @@ import pytest
 
 from browser_driver import CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT
 
-# Slow: the first test builds the site (every chapter executed at CI size, 6-7 min on 2 loaded cores);
-# the timeout covers that fixture too.
+# Slow: the first test builds the site (rendering this run's executed chapters; executing them too when the
+# notebooks were not run here: 6-7 min on 2 loaded cores at CI size); the timeout covers that fixture too.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 CHAPTERS = sorted((ROOT / "labs").glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "labs").glob("appendix_*.ipynb"))
@@ -56,7 +60,7 @@ def unavailable() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def site() -> Path:
+def site(executed_chapter) -> Path:
     reason = unavailable()
     if reason:
         pytest.skip(f"no site test: {reason}")
@@ -65,10 +69,14 @@ def site() -> Path:
         path = Path(given).resolve()
         assert (path / "index.html").exists(), f"NETLAB_SITE={given}: no index.html there"
         return path
-    out = ROOT / "_build" / "site-test"
-    env = dict(os.environ, CI="1", OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), "--reuse", "--out", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000)
+    out, executed = ROOT / "_build" / "site-test", ROOT / "_build" / "site-test-exec"
+    shutil.rmtree(executed, ignore_errors=True)
+    executed.mkdir(parents=True)
+    for path in CHAPTERS:                         # this run's, copied: build_site checks each one's key again
+        shutil.copy(executed_chapter(path), executed / path.name)
+    env = dict(os.environ, OMP_NUM_THREADS="1")   # the sizes (CI) the chapters were executed at
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), "--executed", str(executed),
+                           "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000)
     assert proc.returncode == 0, f"the site did not build:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return out
 
@@ -291,3 +299,40 @@ def test_chinese_terms_are_drawn_with_glyphs(server, crawl):
     assert result["distinct"], f"the first Chinese characters found are the same: {result['chars']!r}"
     assert not result["same"], (f"{result['chars']!r} are drawn as the same shape in {result['font']!r}: "
                                 "no font with Chinese glyphs was used")
+
+
+def _shape(nb) -> tuple:
+    """What an execution made of a chapter, less what differs from run to run (times, numbers, model ids): per
+    code cell its number and its outputs' kinds (a stream's name, a display's mime types; a stream's
+    consecutive pieces as one, their split being the kernel's flush timing); the widget models, counted, an
+    Output widget with its outputs' kinds."""
+    def kinds(outputs):
+        found = []
+        for out in outputs:
+            kind = (out["output_type"], out["name"]) if out["output_type"] == "stream" else \
+                (out["output_type"], tuple(sorted(out.get("data", {}))))
+            if not (kind[0] == "stream" and found and found[-1] == kind):
+                found.append(kind)
+        return found
+    cells = [(c.execution_count, kinds(c.outputs)) for c in nb.cells if c.cell_type == "code"]
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    models = sorted((m["model_name"], repr(kinds(m["state"].get("outputs", [])))) for m in state.values())
+    return cells, models
+
+
+def test_make_sites_execution_runs_a_chapter_as_the_notebook_tests_do(executed_chapter, tmp_path):
+    """make site executes each chapter itself (build_site.execute, nbclient): on chapter 1, at this run's sizes,
+    every code cell runs without an error, its panel's widget state is saved and shown as its last figure, and
+    what it made has the shape of this run's executed chapter 1 (the notebook tests' execution, recorded by
+    tests/chapter_runs.py): the same cells numbered alike, the same kinds of outputs, the same widgets."""
+    import nbformat
+
+    import chapter_runs
+    chapter = CHAPTERS[0]
+    with chapter_runs._kernel_environment():
+        nb = chapter_runs.build_site.execute(chapter, tmp_path, 900)
+    recorded = nbformat.read(executed_chapter(chapter), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code) and not any(o["output_type"] == "error" for c in code for o in c.outputs)
+    assert _shape(nb) == _shape(recorded)
+    assert chapter_runs.build_site.staticize(nb) >= 1, f"{chapter.name}: no widget shown as its last output"

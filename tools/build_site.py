@@ -4,6 +4,7 @@
     python tools/build_site.py --chapters 1,2   # only these chapters (and the docs)
     python tools/build_site.py --reuse          # keep executed chapters whose inputs did not change
     python tools/build_site.py --out DIR        # the HTML in DIR (default _build/site), staged in DIR-src
+    python tools/build_site.py --executed DIR   # chapters already executed, from DIR (tests/chapter_runs.py)
 
 Steps, each printed with its wall time:
 1. stage the book in _build/site-src/: site/ (config, intro, CSS), docs/*.md, labs/*.ipynb, and a
@@ -18,7 +19,10 @@ Steps, each printed with its wall time:
 4. render with Jupyter Book (execute_notebooks: off), warnings reported, into _build/site/.
 
 Executed chapters are kept in _build/site-exec/SIZE/ (ci or full) with a key (the chapter's JSON, the sizes, and the
-netlab package's sources); --reuse skips a chapter whose key matches.
+netlab package's sources); --reuse skips a chapter whose key matches. --executed DIR skips step 2 altogether: each
+chapter is taken from DIR/<chapter>.ipynb, an executed notebook that carries the same key (`make test` hands over the
+chapters its notebook tests executed, tests/chapter_runs.py); a chapter missing there, or whose key differs (another
+version of the chapter or of the package, or other sizes), stops the build.
 """
 from __future__ import annotations
 
@@ -170,8 +174,12 @@ def key_of(path: Path, digest: str) -> str:
     return h.hexdigest()
 
 
-def execute(path: Path, cwd: Path, timeout_s: float) -> dict:
-    """Run one chapter top to bottom in a fresh kernel; the executed notebook (nbformat node)."""
+def execute(path: Path, cwd: Path, timeout_s: float, expressions: dict[str, str] | None = None) -> dict:
+    """Run one chapter top to bottom in a fresh kernel; the executed notebook (nbformat node).
+
+    `expressions` (name -> Python expression), when given, are evaluated in the kernel once the last cell has
+    run, before the kernel stops; their values (the text/plain of each) go to nb.metadata["netlab_expressions"]
+    (tests/chapter_runs.py asks which torch modules the kernel imported)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -179,6 +187,8 @@ def execute(path: Path, cwd: Path, timeout_s: float) -> dict:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", allow_errors=False,
                             store_widget_state=True, resources={"metadata": {"path": str(cwd)}})
+    if expressions:
+        client.on_cell_executed = _evaluate_after(client, nb, expressions)
     try:
         client.execute()
     except CellExecutionError as exc:
@@ -188,6 +198,38 @@ def execute(path: Path, cwd: Path, timeout_s: float) -> dict:
         raise SystemExit(f"build_site: {path.name}: cell {index} raised: {last}") from None
     except Exception as exc:  # noqa: BLE001 -- a dead kernel, a cell over the timeout: name the chapter
         raise SystemExit(f"build_site: {path.name}: {type(exc).__name__}: {exc}") from None
+    return nb
+
+
+def _evaluate_after(client, nb, expressions: dict[str, str]):
+    """An nbclient on_cell_executed hook: after the last code cell that runs, `expressions` evaluated in the
+    same kernel (a silent request's user_expressions), their values stored in nb.metadata["netlab_expressions"]."""
+    from nbclient.util import ensure_async
+    last = max((i for i, c in enumerate(nb.cells) if c.get("cell_type") == "code" and c.source.strip()), default=None)
+
+    async def hook(cell, cell_index, execute_reply):
+        if cell_index != last:
+            return
+        msg_id = await ensure_async(client.kc.execute("", silent=True, store_history=False,
+                                                      user_expressions=dict(expressions), allow_stdin=False))
+        reply = await client.async_wait_for_reply(msg_id)
+        values = {}
+        for name, value in ((reply or {}).get("content", {}).get("user_expressions") or {}).items():
+            values[name] = (value.get("data", {}).get("text/plain") if value.get("status") == "ok"
+                            else f"{value.get('ename')}: {value.get('evalue')}")
+        nb.metadata["netlab_expressions"] = values
+    return hook
+
+
+def executed_chapter(path: Path, key: str):
+    """The executed chapter at `path` (--executed), which must carry `key`: else the build stops."""
+    import nbformat
+    if not path.exists():
+        raise SystemExit(f"build_site: --executed: no {path}")
+    nb = nbformat.read(path, as_version=4)
+    if nb.metadata.get("netlab_site_key") != key:
+        raise SystemExit(f"build_site: --executed: {path} was executed from another version of the chapter or of the "
+                         "package, or at other sizes (its key differs): execute it again")
     return nb
 
 
@@ -387,7 +429,10 @@ def main(argv=None) -> int:
     global SRC, EXEC, OUT, JB_OUT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chapters", help="comma-separated chapter numbers (6 includes the appendix); default all")
-    ap.add_argument("--reuse", action="store_true", help="keep executed chapters whose inputs did not change")
+    given = ap.add_mutually_exclusive_group()
+    given.add_argument("--reuse", action="store_true", help="keep executed chapters whose inputs did not change")
+    given.add_argument("--executed", type=Path, metavar="DIR",
+                       help="take every chapter executed from DIR/<chapter>.ipynb (its key must match) instead of executing it")
     ap.add_argument("--out", type=Path, default=OUT, help="where the HTML goes (default _build/site)")
     ap.add_argument("--cell-timeout", type=float, default=900, help="seconds one cell may run (default 900)")
     args = ap.parse_args(argv)
@@ -411,20 +456,24 @@ def main(argv=None) -> int:
     print(f"site: {len(notebooks)} chapter(s) at {sizes()} size, load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
     stage(cfg, notebooks, docs)
-    EXEC.mkdir(parents=True, exist_ok=True)
+    if not args.executed:
+        EXEC.mkdir(parents=True, exist_ok=True)
     digest = package_digest()
     import nbformat
     for path in notebooks:
         key, kept = key_of(path, digest), EXEC / path.name
         t0 = time.monotonic()
-        if args.reuse and kept.exists() and nbformat.read(kept, as_version=4).metadata.get("netlab_site_key") == key:
+        if args.executed:
+            nb, how = executed_chapter(args.executed / path.name, key), f"taken executed from {args.executed}"
+        elif args.reuse and kept.exists() and nbformat.read(kept, as_version=4).metadata.get("netlab_site_key") == key:
             nb, how = nbformat.read(kept, as_version=4), "reused"
         else:
             nb, how = execute(path, SRC / "labs", args.cell_timeout), "executed"
             nb.metadata["netlab_site_key"] = key
             nbformat.write(nb, kept)
         n = staticize(nb)
-        nb.metadata.pop("netlab_site_key", None)
+        for name in [k for k in nb.metadata if k.startswith("netlab_")]:     # the build's own records: not the page's
+            nb.metadata.pop(name)
         nb.cells.insert(1, binder_cell(cfg, path))
         nbformat.write(nb, SRC / "labs" / path.name)
         print(f"  {path.name}: {how} in {time.monotonic() - t0:.1f} s, {n} widget(s) shown as their last "
