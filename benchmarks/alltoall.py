@@ -17,6 +17,8 @@ from netlab.collectives.bench import bench
 from netlab.net.network import network
 from netlab.sim import alltoall
 
+from _harness import machine
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -24,6 +26,7 @@ def main() -> None:
     ap.add_argument("--ratios", default="1,4", help="edge oversubscription ratios (default 1,4)")
     ap.add_argument("--size", type=int, default=64 << 20, help="S per rank in bytes (default 64 MiB)")
     args = ap.parse_args()
+    print(f"# {machine()} at the start", flush=True)
     net = network("100Gbit/s", "5us")
     print(f"# real ranks, {net.describe()}")
     print(f"# {'p':>2} {'algo':>10} {'S (B)':>10} {'time (us)':>11} {'formula (us)':>12} {'busbw GB/s':>10} check")
@@ -44,6 +47,7 @@ def main() -> None:
         for r in rows:
             print(f"  {r['pattern']:>22} {r['ratio']:>4g}:1 {r['time_s'] * 1e3:>10.3f} {r['formula_s'] * 1e3:>9.3f} "
                   f"{r['slowdown']:>6.2f}x {r['busbw_GBps']:>7.2f} {r['crossing_share']:>11.0%}  {r['bottleneck']}")
+    print(f"\n# {machine()} at the end")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import time
 from netlab.compress import pays, table
 from netlab.compress.codec_cost import describe_codec
 
+from _harness import machine
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -29,6 +31,7 @@ def main():
     ap.add_argument("--skip-training", action="store_true", help="only the crossover sweep")
     ap.add_argument("--codec", choices=["model", "measured", "free"], default="model")
     args = ap.parse_args()
+    print(f"# {machine()} at the start", flush=True)
     start = time.perf_counter()
     if not args.skip_training:
         print(f"netlab compress: {args.ranks} ranks, {args.steps} steps, MLP width {args.width}, plain SGD lr 0.1, "
@@ -50,7 +53,7 @@ def main():
         print(f"{lab:36s} {row['payload_bytes']:10.0f} {row['codec Gbit/s']:12.2f} "
               f"{row['speedup at 100Mbit/s']:14.2f}x {base['400Gbit/s'] / fast['step_s']:14.2f}x  {row['pays below']}")
     print(f"fp32 step: {base['100Mbit/s'] * 1e3:.3f} ms at 100 Mbit/s, {base['400Gbit/s'] * 1e3:.3f} ms at 400 Gbit/s "
-          f"(virtual)   [{time.perf_counter() - start:.0f} s in all]")
+          f"(virtual)   [{time.perf_counter() - start:.0f} s in all; {machine()} at the end]")
 
 
 if __name__ == "__main__":

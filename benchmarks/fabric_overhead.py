@@ -13,6 +13,8 @@ import time
 
 import torch
 
+from _harness import machine
+
 import netlab
 from netlab import collectives
 from netlab.fabric.congestion import Congestion
@@ -35,6 +37,7 @@ def main():
     setups = {"port model": None, "coordinator, ideal": Congestion(),
               "coordinator, reno 64K": Congestion("reno", buffer="64K")}
     base = None
+    print(f"# {machine()} at the start", flush=True)
     print(f"# {args.ranks} ranks, {args.times} ring all-reduces of {4 * n // 1024} KiB per run, "
           f"median of {args.reps} runs (wall clock)")
     for name, spec in setups.items():
@@ -50,6 +53,7 @@ def main():
         base = per if base is None else base
         print(f"{name:24s} virtual {res.values[0][0] * 1e3:9.4f} ms   wall {statistics.median(walls):7.3f} s   "
               f"{per * 1e6:8.1f} us/message   x{per / base:.2f} of the port model")
+    print(f"# {machine()} at the end")
 
 
 if __name__ == "__main__":

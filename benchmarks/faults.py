@@ -15,6 +15,8 @@ import time
 
 import torch
 
+from _harness import machine
+
 import netlab
 
 NET = netlab.network("10Gbit/s", "5us")
@@ -36,6 +38,7 @@ def ignore_sigterm(comm):
 
 
 def main() -> None:
+    print(f"# {machine()} at the start", flush=True)
     for how in ("exit", "sigkill", "segfault"):
         times = []
         for _ in range(3):
@@ -54,6 +57,7 @@ def main() -> None:
     except netlab.RankTimeout:
         pass
     print(f"teardown of 4 ranks that ignore SIGTERM: {time.perf_counter() - start - 1:.3f} s after the 1 s timeout")
+    print(f"# {machine()} at the end")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from netlab.collectives import cost
 from netlab.codesign import ina
 from netlab.units import parse_bytes
 
+from _harness import machine
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -24,6 +26,7 @@ def main():
     args = ap.parse_args()
     s = parse_bytes(args.size, "size") // 4 * 4
     net = netlab.network("100Gbit/s", "5us")
+    print(f"# {machine()} at the start", flush=True)
     started = time.perf_counter()
     print(f"# S = {s} B, {args.chunks} chunks; {net.describe()}")
     print(f"# {'p':>2} {'ring ms':>9} {'formula':>9} {'busbw':>6}  {'ina ms':>9} {'formula':>9} {'busbw':>6}  ring/ina")
@@ -34,7 +37,7 @@ def main():
         print(f"  {p:2d} {ring_s * 1e3:9.3f} {cost.ring_allreduce(p, s, net.nic) * 1e3:9.3f} {bus(ring_s):6.2f}  "
               f"{ina_s * 1e3:9.3f} {cost.ina_allreduce(p, s, net.nic, chunks=args.chunks) * 1e3:9.3f} "
               f"{bus(ina_s):6.2f}  {ring_s / ina_s:8.3f}")
-    print(f"# wall {time.perf_counter() - started:.1f} s")
+    print(f"# wall {time.perf_counter() - started:.1f} s; {machine()} at the end")
     netlab.shutdown()
 
 

@@ -19,6 +19,8 @@ import torch
 import netlab
 from netlab.runtime.comm import PACK_BYTES
 
+from _harness import machine
+
 
 def ping_pong(comm, numel: int, rounds: int) -> float:
     t = torch.zeros(numel)
@@ -40,6 +42,7 @@ def main(argv=None):
     if args.rounds < 1:
         ap.error("--rounds: must be at least 1")
     net = netlab.network("10Gbit/s", "5us")
+    print(f"# {machine()} at the start", flush=True)
     netlab.run(ping_pong, 1, 10, ranks=2)                                    # start the pool
     print(f"# wall microseconds per message, 2 ranks, median of 3 runs of {args.rounds} round trips; "
           f"packed up to {PACK_BYTES:,} B")
@@ -51,6 +54,7 @@ def main(argv=None):
                                     for _ in range(3))
         wall = statistics.median(netlab.run(ping_pong, numel, rounds, ranks=2).values[0] for _ in range(3))
         print(f"  {numel * 4:>10,d} {virtual:9.0f} {wall:9.0f}", flush=True)
+    print(f"# {machine()} at the end")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import time
 
 import nbformat
 
+from _harness import machine
+
 PATH = os.path.join(os.path.dirname(__file__), "..", "labs", "08_codesign_and_parallelism.ipynb")
 HEADING = "## 3. Model parallelism"
 
@@ -28,6 +30,7 @@ def cpu_seconds(pids) -> float:
 
 
 def main() -> None:
+    print(f"# {machine()} at the start", flush=True)
     nb = nbformat.read(PATH, 4)
     start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
                  and c.source.startswith(HEADING))

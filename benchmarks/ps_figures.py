@@ -21,11 +21,14 @@ from netlab.collectives import cost
 from netlab import network, ps
 from netlab.ps import formulas, hybrid, sparse
 
+from _harness import machine
+
 BW, LAT = "1Gbit/s", "5us"
 B = 1.25e8
 
 
 def main() -> None:
+    print(f"# {machine()} at the start", flush=True)
     started = time.perf_counter()
     print(f"1. BSP step, 8 workers, {BW}, {LAT} (virtual time)")
     for width, partition in ((512, 16_384), (128, 16_384), (128, 4096)):
@@ -55,7 +58,7 @@ def main() -> None:
         print(f"   k={k}: BytePS hybrid {mixed['comm_s'] * 1e3:7.3f} ms (optimum {formulas.byteps_time(8, k, M, B) * 1e3:.3f}), "
               f"PS on {k} servers {plain.comm_s * 1e3:7.3f} ms (formula {formulas.ps_time(8, k, M, B) * 1e3:.3f}), "
               f"ring all-reduce {ring * 1e3:7.3f} ms (closed form)")
-    print(f"\n(measured in {time.perf_counter() - started:.0f} s of wall time)")
+    print(f"\n(measured in {time.perf_counter() - started:.0f} s of wall time; {machine()} at the end)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import torch.distributed as dist
 import netlab
 from netlab import collectives
 
+from _harness import machine
+
 
 def both(comm, count, iters, reps):
     x = torch.ones(count)
@@ -44,6 +46,7 @@ def main():
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--iters", type=int, default=10)
     args = ap.parse_args()
+    print(f"# {machine()} at the start", flush=True)
     print("netlab ring all-reduce vs torch gloo all_reduce (wall clock, loopback, float32; MB = 1e6 B)")
     print(f"{'ranks':>5} {'size':>8} {'gloo ms':>9} {'netlab ms':>10} {'ratio':>7}  (medians of {args.reps} reps)")
     for ranks in (4, 8):
@@ -53,6 +56,7 @@ def main():
             ratio = statistics.median(o / g for g, o in pairs)
             gloo, ours = statistics.median(g for g, _ in pairs), statistics.median(o for _, o in pairs)
             print(f"{ranks:5d} {nbytes / 1e6:6.0f}MB {gloo * 1e3:9.2f} {ours * 1e3:10.2f} {ratio:7.2f}")
+    print(f"# {machine()} at the end")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ from netlab.net.topology import Host  # noqa: E402
 from netlab.sim import experiments as E  # noqa: E402
 from netlab.figures.topology import busbw_scaling  # noqa: E402
 
+from _harness import machine  # noqa: E402
+
 
 def ecmp(out: str, seeds: int) -> None:
     t0 = time.perf_counter()
@@ -121,13 +123,14 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20, help="seeds for the ECMP figure (default 20)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    print(f"# {machine()} at the start", flush=True)
     ecmp(args.out, args.seeds)
     oversubscription()
     hierarchy()
     designs()
     ps()
     scaling(args.out)
-    print(f"\nfigures written to {args.out}/")
+    print(f"\nfigures written to {args.out}/; {machine()} at the end")
 
 
 if __name__ == "__main__":
