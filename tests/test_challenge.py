@@ -176,9 +176,12 @@ ENTRIES = {
             dist.all_reduce(x, group=comm.group)
     """,
     "spin": """
+        import torch
         def allreduce(comm, x):
-            while True:
-                pass
+            if comm.rank == 0:
+                while True:                          # rank 0 computes for ever...
+                    pass
+            comm.recv(torch.empty_like(x), 0)        # ...while the others wait for it in comm
     """,
     "raises": """
         def allreduce(comm, x):
@@ -210,9 +213,18 @@ EXPECTED = {"good": "ok", "wrong": "wrong result", "half": "wrong result", "dead
             "clock": "error", "nothing": "no entry"}
 
 
+# The ranks' time limit, the wall time the deadlock and spin entries wait out: 10 s. A good entry's run on
+# these 4 ranks, the first in its sandbox's fresh pool, took 0.2-0.3 s idle, 1.7-2.0 s at load 13-19 on 2
+# cores, and 1.9 s and 3.6 s with its whole sandbox held to half and to a quarter of one core (a CFS
+# quota); every entry here does that run's work (inputs, torch's reference sum) before it goes wrong, and
+# the deadlock and spin entries must have reached comm by the limit. 10 s is 2.8 times the quarter-core
+# run. (It was 20 s: two entries' waits were 40 of the test's 80 s, the spinning ranks 40 CPU seconds.)
+RANK_TIMEOUT_S = 10.0
+
+
 @pytest.mark.slow
 def test_every_bad_entry_gets_a_row_that_says_why_and_the_others_still_run(tmp_path):
-    t = TASKS["allreduce-4k"].scaled(hosts=2, accelerators=2, rank_timeout_s=20.0, time_limit_s=120.0)
+    t = TASKS["allreduce-4k"].scaled(hosts=2, accelerators=2, rank_timeout_s=RANK_TIMEOUT_S, time_limit_s=120.0)
     for name, source in ENTRIES.items():
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
     rows = board.grade(str(tmp_path), t)
@@ -221,7 +233,7 @@ def test_every_bad_entry_gets_a_row_that_says_why_and_the_others_still_run(tmp_p
     assert rows[0].entry == "good" and rows[0].place == 1 and rows[0].time_s > 0
     why = {r.entry: r.message for r in rows}
     assert "dist.all_reduce" in why["wrong"] and "torch.distributed.all_reduce" in why["builtin"]
-    assert "waiting in" in why["deadlock"] and "computing" in why["spin"]
+    assert "waiting in" in why["deadlock"] and "1 were still computing (rank 0: busy" in why["spin"]
     assert "ValueError: not finished" in why["raises"] and "status 3" in why["exits"]
     assert "clock only moves forward" in why["clock"] and "allreduce(comm, x)" in why["nothing"]
     paths = board.write(t, rows, str(tmp_path / "board"))
