@@ -4,17 +4,15 @@
   topology and ECMP, a different engine) and a closed form (k messages sharing one NIC).
 * Every kind of bad entry gets its row and does not stop the others (one board, each entry sandboxed),
   on a 4-rank copy of the latency task so that the deadlock's time limit is short.
-* An entry's score beside two CPU burners equals the committed board's (made on a machine doing other
-  work): the same score idle or loaded.
+
+An entry's score beside two CPU burners equals the committed board's (the same score idle or loaded):
+tests/test_challenge_board.py judges the 4 KiB board's best entry that way as it reproduces the board.
 """
 from __future__ import annotations
 
-import json
-import multiprocessing as mp
 import os
 import textwrap
 
-import numpy as np
 import pytest
 
 import netlab
@@ -23,8 +21,6 @@ from netlab.challenge import TASKS, baselines, board, judge
 from netlab.cosim.flows import FlowFabric
 from netlab.net import fabrics
 from netlab.net.topology import Host
-
-BOARDS = os.path.join(os.path.dirname(__file__), "challenge_boards")
 
 
 def _small_topology():
@@ -239,30 +235,3 @@ def test_every_bad_entry_gets_a_row_that_says_why_and_the_others_still_run(tmp_p
     paths = board.write(t, rows, str(tmp_path / "board"))
     html = open(paths["html"]).read()
     assert html.count("<img") == 1 and all(name in html for name in EXPECTED)
-
-
-# ---- determinism: the same score loaded as on the committed board ------------------------------------
-def _burn(seconds):
-    import time
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pass
-
-
-@pytest.mark.slow
-def test_an_entry_scores_the_same_beside_cpu_burners_as_on_the_committed_board():
-    with open(os.path.join(BOARDS, "allreduce_4k", "leaderboard.json")) as f:
-        committed = {e["entry"]: e for e in json.load(f)["entries"]}
-    burners = [mp.get_context("fork").Process(target=_burn, args=(240,)) for _ in range(2)]
-    for b in burners:
-        b.start()
-    try:
-        v = board.judge_file(TASKS["allreduce-4k"], os.path.join(baselines("allreduce-4k"), "best.py"))
-    finally:
-        for b in burners:
-            b.terminate()
-            b.join()
-    assert v["verdict"] == "ok"
-    assert v["time_s"] == committed["best"]["time_s"]
-    assert v["links"] == committed["best"]["links"]
-    assert np.isclose(v["busbw_GBps"], committed["best"]["busbw_GBps"], rtol=0, atol=0)
