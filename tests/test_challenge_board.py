@@ -24,13 +24,12 @@ import sys
 import textwrap
 
 import pytest
+from conftest import joining, memory_cgroup, remove_cgroup
 
 from netlab.challenge import TASKS, baselines, board
 
 BOARDS = os.path.join(os.path.dirname(__file__), "challenge_boards")
 IMG = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
-sys.path.insert(0, os.path.dirname(__file__))
-from conftest import joining, memory_cgroup, remove_cgroup  # noqa: E402
 
 
 def _read(path, mode="r"):
