@@ -64,6 +64,7 @@ JUDGED_BY_THE_MEMORY_TESTS = {"allreduce-4k": set(), "allreduce-16m": {"ring", "
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)                # three full-size 16 MiB judgings, two the memory tests' (600 s each)
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_the_board_of_every_task_is_reproduced_byte_for_byte(name, tmp_path, run_cli, monkeypatch, judged_16m):
     committed = os.path.join(BOARDS, name.replace("-", "_"))
