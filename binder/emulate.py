@@ -1,7 +1,9 @@
 """Build the Binder environment from binder/ as repo2docker would, then run every chapter in 1 CPU and 2 GB.
 
     python binder/emulate.py                      # full size, all three modes (takes a while on one CPU)
-    python binder/emulate.py --ci --chapters 1,2  # small version (the slow test)
+    python binder/emulate.py --ci --chapters 1,2  # small version
+    python binder/emulate.py --ci --chapters 1 --modes alone,open --cache ~/.cache/netlab/binder --out DIR
+                                                  # the slow test: the environment kept between runs
 
 What it does, in repo2docker's order (repo2docker/buildpacks/base.py: pre-assemble, copy, assemble,
 postBuild, start):
@@ -24,6 +26,15 @@ postBuild, start):
    (every cell runs, so each failure is counted), what netlab freed from idle chapters; per mode:
    the OOM kills the cgroup counted and the processes left in it once every kernel was shut down.
 
+``--cache DIR`` keeps the environment between runs in ``DIR/<key>``, the key a hash of what a build
+from scratch depends on: binder/requirements.txt as installed here, the stand-ins, the Python that
+runtime.txt picks and this script's build steps. Any change to those builds a fresh environment from
+scratch, as does one built more than ``--max-age`` hours ago (new releases of the unpinned packages);
+otherwise the one built before is checked against the requirements (pip, offline: every requirement and
+its dependencies installed), and ``binder/postBuild`` runs again in it when the checkout, its
+pyproject.toml or postBuild changed since it last ran there. A run that finds the environment in use by
+another run builds its own in ``--venv``.
+
 JupyterLab's server runs inside the same cgroup for the whole run (Binder's base image starts it; here
 it is installed beside the stand-ins), listening on loopback only, so its memory counts as on Binder;
 ``--no-server`` leaves it out. Left out: the kernels are started by nbclient, not by that server (the
@@ -33,6 +44,9 @@ student's machine), and the image build's own 2 GB limit.
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -50,8 +64,7 @@ def log(*args):
     print(*args, flush=True)
 
 
-def requirements_here(path: str, out: str) -> list[str]:
-    """binder/requirements.txt with the CPU index dropped and torch's +cpu pin made local; the changes."""
+def _requirements_here(path: str) -> tuple[list[str], list[str]]:
     changes, lines = [], []
     for line in open(path):
         s = line.strip()
@@ -64,9 +77,40 @@ def requirements_here(path: str, out: str) -> list[str]:
             changes.append(f"'{s}' -> '{LOCAL_TORCH}' (this machine's local CPU wheel)")
             s = LOCAL_TORCH
         lines.append(s)
+    return lines, changes
+
+
+def requirements_here(path: str, out: str) -> list[str]:
+    """binder/requirements.txt with the CPU index dropped and torch's +cpu pin made local; the changes."""
+    lines, changes = _requirements_here(path)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
     return changes
+
+
+def _runtime_python() -> str:
+    runtime = open(os.path.join(BINDER, "runtime.txt")).read().strip().replace("python-", "python")
+    return shutil.which(runtime) or sys.executable
+
+
+def _install(venv: str) -> None:
+    """A fresh virtual environment at `venv` with binder/requirements.txt and the stand-ins installed."""
+    shutil.rmtree(venv, ignore_errors=True)
+    base = _runtime_python()
+    log(f"build: {base} -m venv {venv}  (runtime.txt asks for {os.path.basename(base)})")
+    subprocess.run([base, "-m", "venv", venv], check=True)
+    python = os.path.join(venv, "bin", "python")
+    req = os.path.join(venv, "requirements-here.txt")
+    for change in requirements_here(os.path.join(BINDER, "requirements.txt"), req):
+        log(f"build: requirements.txt: {change}")
+    started = time.monotonic()
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", "-r", req, *STAND_INS], check=True)
+    log(f"build: requirements installed in {time.monotonic() - started:.0f} s")
+
+
+def _post_build(venv: str) -> None:
+    env = dict(os.environ, PATH=os.path.join(venv, "bin") + os.pathsep + os.environ["PATH"])
+    subprocess.run(["bash", os.path.join(BINDER, "postBuild")], cwd=REPO, env=env, check=True)
 
 
 def build(venv: str, reuse: bool) -> str:
@@ -74,21 +118,95 @@ def build(venv: str, reuse: bool) -> str:
     if reuse and os.path.exists(os.path.join(venv, ".binder-built")):
         log(f"build: reusing {venv}")
         return python
-    shutil.rmtree(venv, ignore_errors=True)
-    runtime = open(os.path.join(BINDER, "runtime.txt")).read().strip().replace("python-", "python")
-    base = shutil.which(runtime) or sys.executable
-    log(f"build: {base} -m venv {venv}  (runtime.txt asks for {runtime})")
-    subprocess.run([base, "-m", "venv", venv], check=True)
-    req = os.path.join(venv, "requirements-here.txt")
-    for change in requirements_here(os.path.join(BINDER, "requirements.txt"), req):
-        log(f"build: requirements.txt: {change}")
-    started = time.monotonic()
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", "-r", req, *STAND_INS], check=True)
-    log(f"build: requirements installed in {time.monotonic() - started:.0f} s")
-    env = dict(os.environ, PATH=os.path.join(venv, "bin") + os.pathsep + os.environ["PATH"])
-    subprocess.run(["bash", os.path.join(BINDER, "postBuild")], cwd=REPO, env=env, check=True)
+    _install(venv)
+    _post_build(venv)
     open(os.path.join(venv, ".binder-built"), "w").close()
     return python
+
+
+def env_key() -> str:
+    """What an environment built from scratch depends on, hashed: binder/requirements.txt as installed
+    here, the stand-ins, the Python that runtime.txt picks (its version and build) and the steps of
+    ``_install``. Equal keys: a build from scratch now would install the same requirements the same way."""
+    h = hashlib.sha256()
+    h.update("\n".join(_requirements_here(os.path.join(BINDER, "requirements.txt"))[0] + ["--"] + STAND_INS).encode())
+    base = _runtime_python()
+    h.update(subprocess.run([base, "-c", "import sys; print(sys.version, sys.platform)"], capture_output=True,
+                            check=True).stdout)
+    h.update(inspect.getsource(_install).encode())
+    return h.hexdigest()[:16]
+
+
+def satisfied(venv: str) -> str:
+    """'' if every requirement (binder/requirements.txt as installed here, the stand-ins) and their
+    dependencies are installed in `venv`, else pip's complaint: a dry run offline, with no index."""
+    req = os.path.join(venv, "requirements-here.txt")
+    requirements_here(os.path.join(BINDER, "requirements.txt"), req)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    run = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--dry-run", "--no-index",
+                          "--quiet", "-r", req, *STAND_INS], env=env, capture_output=True, text=True)
+    return "" if run.returncode == 0 else (run.stderr or run.stdout).strip()[-500:]
+
+
+KEEP_ENVS = 2                     # environments kept in a --cache folder (each about 1.3 GB), most recently used
+
+
+def cached(cache: str, max_age_h: float, fallback: str):
+    """(python, lock) of the environment for this binder/ in `cache` (see the module's docstring); the
+    lock, held until the run ends, keeps other runs from using or removing it meanwhile. In use by
+    another run: a fresh build at `fallback` instead (lock None)."""
+    os.makedirs(cache, exist_ok=True)
+    key = env_key()
+    venv = os.path.join(cache, key)
+    lock = open(venv + ".lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        log(f"build: {venv} is in use by another run: building a fresh environment at {fallback}")
+        return build(fallback, reuse=False), None
+    stamp = os.path.join(venv, ".binder-built")
+    age_h = (time.time() - float(open(stamp).read() or 0)) / 3600 if os.path.exists(stamp) else None
+    why = ("none built yet" if age_h is None else f"built {age_h:.0f} h ago, over --max-age {max_age_h:g} h"
+           if age_h > max_age_h else satisfied(venv))
+    if why:
+        log(f"build: from scratch in {venv} ({why[:300]})")
+        _install(venv)
+        with open(stamp, "w") as f:
+            f.write(str(time.time()))
+    else:
+        log(f"build: reusing {venv}, built {age_h:.1f} h ago from the same requirements, stand-ins, Python and "
+            "steps (key " + key + "); every requirement is installed in it")
+    # binder/postBuild installs this checkout's netlab (editable): again whenever the environment is new,
+    # or the checkout, its pyproject.toml or postBuild differ from the last time it ran in it
+    post = hashlib.sha256(REPO.encode() + b"\0" + open(os.path.join(REPO, "pyproject.toml"), "rb").read() + b"\0"
+                          + open(os.path.join(BINDER, "postBuild"), "rb").read()).hexdigest()
+    post_stamp = os.path.join(venv, ".binder-postbuilt")
+    if why or not os.path.exists(post_stamp) or open(post_stamp).read() != post:
+        _post_build(venv)
+        with open(post_stamp, "w") as f:
+            f.write(post)
+    else:
+        log(f"build: binder/postBuild ran in it before for {REPO} and the same pyproject.toml and postBuild")
+    os.utime(venv)                                   # last used: now
+    _prune(cache, keep=venv)
+    return os.path.join(venv, "bin", "python"), lock
+
+
+def _prune(cache: str, keep: str) -> None:
+    """Remove the environments in `cache` beyond the KEEP_ENVS most recently used, unless in use."""
+    envs = sorted((os.path.join(cache, d) for d in os.listdir(cache) if os.path.isdir(os.path.join(cache, d))),
+                  key=os.path.getmtime, reverse=True)
+    for venv in [e for e in envs if e != keep][KEEP_ENVS - 1:]:
+        with open(venv + ".lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            log(f"build: removing {venv} (not among the {KEEP_ENVS} most recently used)")
+            shutil.rmtree(venv, ignore_errors=True)
+            os.unlink(venv + ".lock")
 
 
 class MemoryCgroup:
@@ -142,10 +260,10 @@ class MemoryCgroup:
                 time.sleep(0.2)
 
 
-def start_server(shell: str, venv: str, env: dict, cpu: str) -> subprocess.Popen:
+def start_server(shell: str, venv: str, out_dir: str, env: dict, cpu: str) -> subprocess.Popen:
     """JupyterLab's server inside the cgroup on the same CPU, on loopback, started and idle (as a
     student's Binder session has it while the notebooks run)."""
-    log_path = os.path.join(venv, "jupyterlab.log")
+    log_path = os.path.join(out_dir, "jupyterlab.log")
     cmd = ["taskset", "-c", cpu, os.path.join(venv, "bin", "jupyter"), "lab", "--no-browser",
            "--ServerApp.ip=127.0.0.1", "--ServerApp.port=0", f"--ServerApp.root_dir={os.path.join(REPO, 'labs')}"]
     if os.geteuid() == 0:
@@ -172,6 +290,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--venv", default="/tmp/netlab-binder-venv")
     p.add_argument("--reuse", action="store_true", help="reuse an environment this script built before")
+    p.add_argument("--cache", default=None, help="keep the environment in this folder, under a key of what its "
+                   "build depends on; reused while that is unchanged and it is under --max-age hours old")
+    p.add_argument("--max-age", type=float, default=24.0, help="hours a --cache environment is reused (default 24)")
+    p.add_argument("--out", default=None, help="folder for the per-mode results and logs (default: --venv)")
     p.add_argument("--chapters", default="all", help="numbers, e.g. 1,2,3 (default: every chapter)")
     p.add_argument("--memory", type=float, default=2.0, help="memory limit in GB (10^9 bytes; default 2)")
     p.add_argument("--cpu", default="0", help="CPU list for taskset (default: one CPU, 0)")
@@ -190,9 +312,16 @@ def main(argv=None) -> int:
             p.error(f"--modes: alone, open or back-to-back, got {mode!r}")
     chapters = sorted(f for f in os.listdir(os.path.join(REPO, "labs")) if f.endswith(".ipynb")
                       and f[:2].isdigit() and (args.chapters == "all" or str(int(f[:2])) in args.chapters.split(",")))
-    python = build(args.venv, args.reuse)
+    lock = None
+    if args.cache:
+        python, lock = cached(args.cache, args.max_age, args.venv)
+    else:
+        python = build(args.venv, args.reuse)
+    venv = os.path.dirname(os.path.dirname(python))
+    out_dir = args.out or args.venv
+    os.makedirs(out_dir, exist_ok=True)
     cg = MemoryCgroup(int(args.memory * 1e9))
-    env = dict(os.environ, PATH=os.path.join(args.venv, "bin") + os.pathsep + os.environ["PATH"],
+    env = dict(os.environ, PATH=os.path.join(venv, "bin") + os.pathsep + os.environ["PATH"],
                NETLAB_IDLE_S=str(args.idle), NETLAB_CGROUP=cg.path, PYTHONNOUSERSITE="1")
     env.pop("CI", None)
     if args.ci:
@@ -201,17 +330,17 @@ def main(argv=None) -> int:
     results = {}
     try:
         for mode in modes:
-            out = os.path.join(args.venv, f"results-{mode}.json")
+            out = os.path.join(out_dir, f"results-{mode}.json")
             cmd = ["taskset", "-c", args.cpu, os.path.join(BINDER, "start"), python,
                    os.path.join(BINDER, "_run_chapters.py"), mode, out, str(args.pause), str(args.timeout),
                    *[os.path.join(REPO, "labs", c) for c in chapters]]
-            env["NETLAB_MEMORY_LOG"] = os.path.join(args.venv, f"memory-checks-{mode}.jsonl")
+            env["NETLAB_MEMORY_LOG"] = os.path.join(out_dir, f"memory-checks-{mode}.jsonl")
             if os.path.exists(env["NETLAB_MEMORY_LOG"]):
                 os.unlink(env["NETLAB_MEMORY_LOG"])
             log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}")
             # join the cgroup, then become the runner: every kernel and rank it starts is inside
             shell = f'echo $$ > {cg.path}/cgroup.procs && exec "$@"'
-            server = None if args.no_server else start_server(shell, args.venv, env, args.cpu)
+            server = None if args.no_server else start_server(shell, venv, out_dir, env, args.cpu)
             try:
                 subprocess.run(["sh", "-c", shell, "sh", *cmd], cwd=REPO, env=env)
             finally:
@@ -221,6 +350,8 @@ def main(argv=None) -> int:
             results[mode] = json.load(open(out)) if os.path.exists(out) else {"error": "runner died"}
     finally:
         cg.remove()
+        if lock is not None:
+            lock.close()
     log("\nchapter                          mode          wall_s   peak_MB  ok   note")
     for mode, rows in results.items():
         for row in rows.get("chapters", []):

@@ -4,17 +4,15 @@
   topology and ECMP, a different engine) and a closed form (k messages sharing one NIC).
 * Every kind of bad entry gets its row and does not stop the others (one board, each entry sandboxed),
   on a 4-rank copy of the latency task so that the deadlock's time limit is short.
-* An entry's score beside two CPU burners equals the committed board's (made on a machine doing other
-  work): the same score idle or loaded.
+
+An entry's score beside two CPU burners equals the committed board's (the same score idle or loaded):
+tests/test_challenge_board.py judges the 4 KiB board's best entry that way as it reproduces the board.
 """
 from __future__ import annotations
 
-import json
-import multiprocessing as mp
 import os
 import textwrap
 
-import numpy as np
 import pytest
 
 import netlab
@@ -23,8 +21,6 @@ from netlab.challenge import TASKS, baselines, board, judge
 from netlab.cosim.flows import FlowFabric
 from netlab.net import fabrics
 from netlab.net.topology import Host
-
-BOARDS = os.path.join(os.path.dirname(__file__), "challenge_boards")
 
 
 def _small_topology():
@@ -145,6 +141,8 @@ def test_the_tolerance_passes_any_summation_order_and_fails_half_precision():
 
 
 # ---- bad entries: each gets its row, none stops the others --------------------------------------------
+# Each entry runs in a sandbox of its own; one that imports torch at the top loads it there too (about
+# 2 CPU seconds), so the entries that need no torch name leave it out.
 ENTRIES = {
     "good": open(os.path.join(baselines("allreduce-4k"), "ring.py")).read(),
     "wrong": """
@@ -164,9 +162,8 @@ ENTRIES = {
             x.copy_(total.float())
     """,
     "deadlock": """
-        import torch
         def allreduce(comm, x):
-            buf = torch.empty_like(x)
+            buf = x.new_empty(x.shape)
             comm.recv(buf, (comm.rank - 1) % comm.world_size)    # everyone receives first
             comm.send(x, (comm.rank + 1) % comm.world_size)
     """,
@@ -177,8 +174,10 @@ ENTRIES = {
     """,
     "spin": """
         def allreduce(comm, x):
-            while True:
-                pass
+            if comm.rank == 0:
+                while True:                          # rank 0 computes for ever...
+                    pass
+            comm.recv(x, 0)                          # ...while the others wait for it in comm
     """,
     "raises": """
         def allreduce(comm, x):
@@ -210,9 +209,18 @@ EXPECTED = {"good": "ok", "wrong": "wrong result", "half": "wrong result", "dead
             "clock": "error", "nothing": "no entry"}
 
 
+# The ranks' time limit, the wall time the deadlock and spin entries wait out: 10 s. A good entry's run on
+# these 4 ranks, the first in its sandbox's fresh pool, took 0.2-0.3 s idle, 1.7-2.0 s at load 13-19 on 2
+# cores, and 1.9 s and 3.6 s with its whole sandbox held to half and to a quarter of one core (a CFS
+# quota); every entry here does that run's work (inputs, torch's reference sum) before it goes wrong, and
+# the deadlock and spin entries must have reached comm by the limit. 10 s is 2.8 times the quarter-core
+# run. (It was 20 s: two entries' waits were 40 of the test's 80 s, the spinning ranks 40 CPU seconds.)
+RANK_TIMEOUT_S = 10.0
+
+
 @pytest.mark.slow
 def test_every_bad_entry_gets_a_row_that_says_why_and_the_others_still_run(tmp_path):
-    t = TASKS["allreduce-4k"].scaled(hosts=2, accelerators=2, rank_timeout_s=20.0, time_limit_s=120.0)
+    t = TASKS["allreduce-4k"].scaled(hosts=2, accelerators=2, rank_timeout_s=RANK_TIMEOUT_S, time_limit_s=120.0)
     for name, source in ENTRIES.items():
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
     rows = board.grade(str(tmp_path), t)
@@ -221,36 +229,9 @@ def test_every_bad_entry_gets_a_row_that_says_why_and_the_others_still_run(tmp_p
     assert rows[0].entry == "good" and rows[0].place == 1 and rows[0].time_s > 0
     why = {r.entry: r.message for r in rows}
     assert "dist.all_reduce" in why["wrong"] and "torch.distributed.all_reduce" in why["builtin"]
-    assert "waiting in" in why["deadlock"] and "computing" in why["spin"]
+    assert "waiting in" in why["deadlock"] and "1 were still computing (rank 0: busy" in why["spin"]
     assert "ValueError: not finished" in why["raises"] and "status 3" in why["exits"]
     assert "clock only moves forward" in why["clock"] and "allreduce(comm, x)" in why["nothing"]
     paths = board.write(t, rows, str(tmp_path / "board"))
     html = open(paths["html"]).read()
     assert html.count("<img") == 1 and all(name in html for name in EXPECTED)
-
-
-# ---- determinism: the same score loaded as on the committed board ------------------------------------
-def _burn(seconds):
-    import time
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pass
-
-
-@pytest.mark.slow
-def test_an_entry_scores_the_same_beside_cpu_burners_as_on_the_committed_board():
-    with open(os.path.join(BOARDS, "allreduce_4k", "leaderboard.json")) as f:
-        committed = {e["entry"]: e for e in json.load(f)["entries"]}
-    burners = [mp.get_context("fork").Process(target=_burn, args=(240,)) for _ in range(2)]
-    for b in burners:
-        b.start()
-    try:
-        v = board.judge_file(TASKS["allreduce-4k"], os.path.join(baselines("allreduce-4k"), "best.py"))
-    finally:
-        for b in burners:
-            b.terminate()
-            b.join()
-    assert v["verdict"] == "ok"
-    assert v["time_s"] == committed["best"]["time_s"]
-    assert v["links"] == committed["best"]["links"]
-    assert np.isclose(v["busbw_GBps"], committed["best"]["busbw_GBps"], rtol=0, atol=0)
