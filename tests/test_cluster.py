@@ -6,13 +6,20 @@ import sys
 import textwrap
 import threading
 import time
+import types
 
+import cloudpickle
 import psutil
 import pytest
 import torch
 
 import netlab
 from conftest import pool_pids, running, wait_gone
+
+# This file's functions go to the ranks by value, as a notebook cell's do. By reference, every fresh
+# rank would import this file and all it imports
+# (pytest, psutil, and matplotlib through conftest: about 0.25 s of CPU a rank).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def who_am_i(comm, offset):
@@ -120,10 +127,13 @@ def test_everything_binds_to_loopback_only():
 
 
 SCRIPT = textwrap.dedent("""
-    import sys, torch, netlab
+    import os, sys, netlab
     from netlab import collectives
+    with open(os.environ["NETLAB_TEST_MARKS"], "a") as f:     # top-level code, no __main__ guard
+        f.write(f"{os.getpid()}\\n")
 
     def total(comm):                     # defined at top level of a script: no __main__ guard needed
+        import torch                     # on the ranks only: a lab's kernel does not import torch
         x = torch.full((1000,), float(comm.rank + 1))
         collectives.allreduce(comm, x)
         return x[0].item()
@@ -136,37 +146,62 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _script(tmp_path):
-    path = tmp_path / "lab_script.py"
+@pytest.fixture(scope="module")
+def two_labs(tmp_path_factory):
+    """Two labs started at once from the same script (no __main__ guard, run by path), 30 runs each: one
+    exits when done, the other hangs and is SIGKILLed, as a kernel dies without any cleanup. Three tests
+    read them (no collision; no rank outlives its launcher either way; the script ran once, in the driver)
+    instead of starting six fresh interpreters and pools."""
+    folder = tmp_path_factory.mktemp("labs")
+    path = folder / "lab_script.py"
     path.write_text(SCRIPT)
-    return path
+    labs = {}
+    for ending in ("exit", "kill"):
+        marks, err = folder / f"marks-{ending}", folder / f"stderr-{ending}"
+        with open(err, "w") as stderr:          # a file, not a pipe: a rank that survives cannot hold it open
+            proc = subprocess.Popen([sys.executable, str(path), "30", "hang" if ending == "kill" else "exit"],
+                                    stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                    env={**os.environ, "NETLAB_TEST_MARKS": str(marks)})
+        labs[ending] = types.SimpleNamespace(proc=proc, marks=marks, line="", stderr=err, running=None)
+    try:
+        killed, done = labs["kill"], labs["exit"]
+        killed.line = killed.proc.stdout.readline()
+        if killed.line.startswith("pids"):
+            killed.running = all(running(p) for p in pids_of(killed.line))
+        killed.proc.kill()                           # the kernel dies without any cleanup
+        killed.proc.wait(timeout=60)
+        done.line = done.proc.stdout.readline()
+        done.proc.wait(timeout=180)
+    finally:
+        for lab in labs.values():
+            if lab.proc.poll() is None:
+                lab.proc.kill()
+                lab.proc.wait()
+            lab.proc.stdout.close()
+            lab.err = lab.stderr.read_text()
+    return labs
+
+
+def pids_of(line):
+    return [int(x) for x in line.split()[1:]]
 
 
 @pytest.mark.slow                       # two labs of fresh processes
-def test_two_labs_on_one_machine_do_not_collide(tmp_path):
-    path = _script(tmp_path)
-    procs = [subprocess.Popen([sys.executable, str(path), "30", "exit"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=180) for p in procs]
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err
-        assert out.startswith("pids")
+def test_two_labs_on_one_machine_do_not_collide(two_labs):
+    done, killed = two_labs["exit"], two_labs["kill"]
+    assert done.proc.returncode == 0, done.err
+    assert done.line.startswith("pids")
+    assert killed.line.startswith("pids"), killed.err      # its 30 runs passed too, before it was killed
 
 
 @pytest.mark.slow                       # a launcher process, killed
 @pytest.mark.parametrize("ending", ["exit", "kill"])
-def test_no_rank_survives_its_launcher(tmp_path, ending):
-    path = _script(tmp_path)
-    proc = subprocess.Popen([sys.executable, str(path), "1", "hang" if ending == "kill" else "exit"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    assert line.startswith("pids"), proc.stderr.read()
-    pids = [int(x) for x in line.split()[1:]]
+def test_no_rank_survives_its_launcher(two_labs, ending):
+    lab = two_labs[ending]
+    assert lab.line.startswith("pids"), lab.err
     if ending == "kill":
-        assert all(running(p) for p in pids)
-        proc.kill()                                  # the kernel dies without any cleanup
-    proc.wait(timeout=60)
-    assert wait_gone(pids, 10) == []
+        assert lab.running and lab.proc.returncode == -signal.SIGKILL    # it was killed while its ranks ran
+    assert wait_gone(pids_of(lab.line), 10) == []
 
 
 UNGUARDED = textwrap.dedent("""
@@ -177,16 +212,20 @@ UNGUARDED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow                       # a fresh interpreter and pool per case
+@pytest.mark.slow                       # a fresh interpreter and pool (python -m)
 @pytest.mark.parametrize("how", ["path", "module"])
-def test_a_script_without_a_main_guard_is_not_rerun_in_the_ranks(tmp_path, how):
-    """multiprocessing re-runs the caller's __main__ in each child; the pool turns that off (pool._without_main)."""
+def test_a_script_without_a_main_guard_is_not_rerun_in_the_ranks(tmp_path, how, request):
+    """multiprocessing re-runs the caller's __main__ in each child; the pool turns that off (pool._without_main).
+    By path: the two labs' script (top-level code, no guard, four ranks each); as a module: its own."""
+    if how == "path":
+        for lab in request.getfixturevalue("two_labs").values():
+            assert lab.line.startswith("pids"), lab.err
+            assert lab.marks.read_text().split() == [str(lab.proc.pid)]   # the driver ran it once; no rank did
+        return
     (tmp_path / "unguarded_lab.py").write_text(UNGUARDED)
     marks = tmp_path / "marks"
-    command = [sys.executable, str(tmp_path / "unguarded_lab.py")] if how == "path" else \
-        [sys.executable, "-m", "unguarded_lab"]
-    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "NETLAB_TEST_MARKS": str(marks)})
+    proc = subprocess.Popen([sys.executable, "-m", "unguarded_lab"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NETLAB_TEST_MARKS": str(marks)})
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0 and out.strip() == "[0, 1]", err
     assert marks.read_text().split() == [str(proc.pid)]         # the driver ran it once; no rank did

@@ -314,7 +314,8 @@ def test_gloo_push_collapses_its_fixes_restore_it_and_the_model_predicts_it():
     one 4 ms tick), one that does not about the ideal 88 ms: the other flows drain while the timer runs, so
     such a round is not ideal + 200 ms (a median of 235 ms failed the earlier bound ideal + 150 ms). The
     600 s allowed is a guard against a hang, not a speed: at load 15-20 the 17 ranks took more than 120 s
-    to start and finish on this 2-core machine."""
+    to start and finish on this 2-core machine (when each still imported torch itself; 10-17 s at load 7-11
+    since they fork from one that has)."""
     r = linux.ps_push(workers=16, shard="64K", bandwidth="100Mbit/s", buffer="32K", rounds=10,
                       fixes=({"rto_min": "1ms"}, {"buffer": "4M"}), timeout_s=600)
     small_rto, deep = r["fixes"]

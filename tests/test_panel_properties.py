@@ -98,9 +98,12 @@ def test_chapter_3_parameter_servers():
     explore(PSPanel(steps=8, workers=2, servers=1), 4)                    # a first answer (4 steps), then 8
 
 
-def test_chapter_4_compression():
-    from netlab.ui.ch4 import CompressPanel
-    explore(CompressPanel(steps=40, ranks=2, sweep=["1Gbit/s", "100Gbit/s"]), 3)   # 20 steps, then 40
+def test_chapter_4_compression(monkeypatch):
+    from netlab.ui import ch4
+    # a first answer of 6 steps, then 12: the same two answers a change gives in the chapter (20, then
+    # 200), the accuracy curve evaluated every 3 steps as at 40 (eval_every = max(3, steps // 20))
+    monkeypatch.setattr(ch4, "FIRST_STEPS", 6)
+    explore(ch4.CompressPanel(steps=12, ranks=2, sweep=["1Gbit/s", "100Gbit/s"]), 3)
 
 
 def test_chapter_5_fabric_explorer():

@@ -8,9 +8,11 @@ would return alone; an interrupted run must end in seconds, not when its ranks f
 import base64
 import io
 import os
+import sys
 import threading
 import time
 
+import cloudpickle
 import ipywidgets as widgets
 import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
@@ -20,6 +22,11 @@ import pytest
 import netlab
 from netlab.ui import panel as panel_mod
 from netlab.ui.panel import INTERRUPTED, Panel, new_figure
+
+# This file's functions go to the ranks by value, as a notebook cell's do. By reference, every fresh
+# rank would import this file and all it imports
+# (ipywidgets, matplotlib, jupyter_client, pytest: about 1 s of CPU a rank).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 class Curve(Panel):
@@ -57,7 +64,7 @@ def test_figures_drawn_from_many_threads_are_whole_and_replaced():
 
     def drive(p, n):
         try:
-            for _ in range(5):
+            for _ in range(2):                        # a second round replaces a figure the first one drew
                 p.controls["n"].value = n
                 p.controls["n"].value = 1
                 p.controls["n"].value = n
@@ -171,6 +178,8 @@ import threading, time, ipywidgets as widgets, netlab
 from netlab.ui.panel import Panel
 
 def slow(comm, seconds):
+    if seconds and comm.rank == 0:
+        open(STARTED, "w").close()                    # the long run has reached the ranks
     time.sleep(seconds)
     return comm.rank
 
@@ -189,16 +198,19 @@ threading.Thread(target=lambda: setattr(panel.controls["seconds"], "value", 300)
 
 
 @pytest.mark.slow
-def test_interrupt_stops_a_panel_whose_callback_came_from_another_thread():
+def test_interrupt_stops_a_panel_whose_callback_came_from_another_thread(tmp_path):
     km = jupyter_client.KernelManager(kernel_name="python3")
     km.start_kernel(cwd=os.path.dirname(__file__))
     kc = km.client()
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
-        status, out, _ = execute(kc, SLOW_PANEL)
+        started = tmp_path / "started"
+        status, out, _ = execute(kc, f"STARTED = {str(started)!r}\n" + SLOW_PANEL)
         assert status == "ok" and out.strip() == "ran [0, 1]"
-        time.sleep(3)                                 # the 300 s run is now on the main thread
+        deadline = time.monotonic() + 120             # until the 300 s run is on the main thread, in its ranks
+        while not started.exists() and time.monotonic() < deadline:   # (a guard, not a bound: the checks
+            time.sleep(0.05)                                             # below decide, as after a sleep)
         km.interrupt_kernel()                         # what Kernel > Interrupt does
         # the run had 300 s to go: the panel's text saying it was interrupted, and the next run's values,
         # are what an interrupt gives and a wait does not (no clock is read)

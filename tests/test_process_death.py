@@ -7,15 +7,22 @@ against what was done (which process, which signal), and the next run must work.
 """
 import os
 import signal
+import sys
 import threading
 import time
 
+import cloudpickle
 import psutil
 import pytest
 
 import netlab
 from netlab.runtime import death, shared
 from conftest import pool_pids, wait_gone
+
+# This file's functions go to the ranks by value, as a notebook cell's do. By reference, every fresh
+# rank would import this file and all it imports
+# (pytest, psutil, and matplotlib through conftest: about 0.25 s of CPU a rank).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 pytestmark = pytest.mark.slow             # each case restarts the fork server (torch imported again)
 
@@ -88,8 +95,10 @@ def test_fork_server_killed_while_the_pool_starts():
 
 
 def test_a_rank_killed_while_the_pool_starts():
-    _fresh_forkserver()
-    # the first rank, as soon as the fork server has forked it (the other five are still starting)
+    netlab.shutdown()                                # no pool; the fork server, if one runs, stays
+    # the first rank, as soon as the fork server has forked it (the other five are still starting: none
+    # can report ready before all six have joined the gloo group). A fork server already up forks them
+    # as one being started does once torch is in; starting one would only add its torch import.
     thread, killed = _kill_when(lambda: (death.forkserver_pid() and _children(death.forkserver_pid())),
                                 lambda ranks: ranks[0])
     with pytest.raises(netlab.RankDied) as info:

@@ -98,6 +98,10 @@ def _wait_for_go(cfg: dict, phase: int) -> None:
 
 def main(cfg: dict) -> list[dict]:
     namespaces = [cfg["server_ns"]] + list(cfg["worker_ns"])
+    # torch is imported here, once, before the forks: each rank starts with it (copy-on-write). Left to
+    # the lazy globals, every rank imported it after its fork: N + 1 imports, not one.
+    torch.set_num_threads(1)
+    dist.is_available()
     r_fd, w_fd = os.pipe()
     pids = []
     for rank, ns in enumerate(namespaces):
