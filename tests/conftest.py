@@ -36,6 +36,15 @@ def executed_chapter():
     return chapter_runs.executed
 
 
+def pytest_collection_finish(session):
+    """Every test module's functions travel to the ranks by value, as a notebook cell's do: by reference, each
+    fresh rank that runs one would import the test file, and with it pytest, matplotlib and the rest (0.25-1
+    CPU s a rank)."""
+    import cloudpickle
+    for module in {getattr(item, "module", None) for item in session.items} - {None}:
+        cloudpickle.register_pickle_by_value(module)
+
+
 def pytest_collection_modifyitems(config, items):
     """Notebook runs (nbval's items from labs/*.ipynb) are slow: `pytest -m "not slow" tests labs`
     leaves them to `make test`. Applies whenever tests/ is collected too (this conftest is loaded)."""

@@ -8,7 +8,6 @@ import threading
 import time
 import types
 
-import cloudpickle
 import psutil
 import pytest
 import torch
@@ -16,10 +15,6 @@ import torch
 import netlab
 from conftest import pool_pids, running, wait_gone
 
-# This file's functions go to the ranks by value, as a notebook cell's do. By reference, every fresh
-# rank would import this file and all it imports
-# (pytest, psutil, and matplotlib through conftest: about 0.25 s of CPU a rank).
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def who_am_i(comm, offset):

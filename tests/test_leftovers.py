@@ -11,16 +11,11 @@ import tempfile
 import textwrap
 import time
 
-import cloudpickle
 import pytest
 
 import netlab
 from conftest import execute, pool_pids, running, wait_gone
 
-# This file's functions go to the ranks by value, as a notebook cell's do. By reference, every fresh
-# rank would import this file and all it imports
-# (pytest, and matplotlib and psutil through conftest: about 0.4 s of CPU a rank).
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 pytestmark = pytest.mark.slow             # fresh interpreters and drivers, killed on purpose
 

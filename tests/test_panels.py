@@ -8,11 +8,9 @@ would return alone; an interrupted run must end in seconds, not when its ranks f
 import base64
 import io
 import os
-import sys
 import threading
 import time
 
-import cloudpickle
 import ipywidgets as widgets
 import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
@@ -23,10 +21,6 @@ import netlab
 from netlab.ui import panel as panel_mod
 from netlab.ui.panel import INTERRUPTED, Panel, new_figure
 
-# This file's functions go to the ranks by value, as a notebook cell's do. By reference, every fresh
-# rank would import this file and all it imports
-# (ipywidgets, matplotlib, jupyter_client, pytest: about 1 s of CPU a rank).
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 class Curve(Panel):

@@ -7,11 +7,9 @@ against what was done (which process, which signal), and the next run must work.
 """
 import os
 import signal
-import sys
 import threading
 import time
 
-import cloudpickle
 import psutil
 import pytest
 
@@ -19,10 +17,6 @@ import netlab
 from netlab.runtime import death, shared
 from conftest import pool_pids, wait_gone
 
-# This file's functions go to the ranks by value, as a notebook cell's do. By reference, every fresh
-# rank would import this file and all it imports
-# (pytest, psutil, and matplotlib through conftest: about 0.25 s of CPU a rank).
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 pytestmark = pytest.mark.slow             # each case restarts the fork server (torch imported again)
 
