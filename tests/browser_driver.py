@@ -457,14 +457,20 @@ class Panel:
         while the figure read is still the first answer's."""
         t0 = time.monotonic()
         last, since = before, time.monotonic()
+        reads, new_at = 0, None
         while time.monotonic() - t0 < timeout_s:
             idle = self.nb.kernel_status() == "Idle"
             now = self.snapshot()
+            reads += 1
             if now.differs(last) or now.busy or not idle:
                 last, since = (now if now.differs(last) else last), time.monotonic()
+                if new_at is None and now.differs(before):
+                    new_at = since - t0
             elif last.differs(before) and time.monotonic() - since >= settle_s:
+                self.last_wait = {"s": time.monotonic() - t0, "new_s": new_at, "done_s": since - t0, "reads": reads}
                 return now, time.monotonic() - t0
             time.sleep(0.1)
+        self.last_wait = {"s": time.monotonic() - t0, "new_s": new_at, "done_s": None, "reads": reads}
         return self.snapshot(), time.monotonic() - t0
 
     def plan(self, most: int = 3) -> list[tuple[dict, str]]:

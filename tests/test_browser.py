@@ -27,6 +27,7 @@ Skips with one line of reason where Chromium or Playwright is missing (`.ci/run`
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -43,18 +44,67 @@ INTERRUPT_IN = {"04_gradient_compression.ipynb"}       # its panel computes for 
 SHOTS = Path(os.environ.get("NETLAB_SCREENSHOTS", ROOT / "tests" / ".screenshots"))
 
 
+class Clock:
+    """Where a chapter's seconds go: {phase: [times, seconds]}, printed after the chapter (pytest -s) and
+    written to SHOTS/timings-<chapter>.txt."""
+
+    def __init__(self):
+        self.phases = {}
+
+    @contextlib.contextmanager
+    def __call__(self, phase):
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(phase, time.monotonic() - t0)
+
+    def add(self, phase, secs):
+        n, total = self.phases.get(phase, (0, 0.0))
+        self.phases[phase] = (n + 1, total + secs)
+
+    def waited(self, panel, kind):
+        """A wait_change's seconds split: until the panel showed something new, until it was done, the quiet period."""
+        w = panel.last_wait
+        new = w["new_s"] if w["new_s"] is not None else w["s"]
+        done = w["done_s"] if w["done_s"] is not None else w["s"]
+        self.add(f"{kind} wait: until new", new)
+        self.add(f"{kind} wait: new to done", max(0.0, done - new))
+        self.add(f"{kind} wait: quiet period", w["s"] - done)
+        self.add(f"{kind} wait: reads", 0)
+        n, total = self.phases[f"{kind} wait: reads"]
+        self.phases[f"{kind} wait: reads"] = (n, total + w["reads"])
+
+    def report(self, title, wall) -> str:
+        rows = [f"{title}: {wall:.1f} s"]
+        for phase, (n, secs) in self.phases.items():
+            unit = "" if phase.endswith("reads") else " s"
+            rows.append(f"  {phase:<34} {n:>3} x  {secs:7.1f}{unit}")
+        parts = sum(v for p, (_, v) in self.phases.items()             # (all): a sum of parts listed too
+                    if not p.endswith(("reads", "(all)")) and not p.startswith("fixture"))
+        rows.append(f"  {'(other: reads, checks of Run All)':<34}       {wall - parts:7.1f} s")
+        return "\n".join(rows)
+
+
+STARTUP = {}                                           # the module fixtures' start-up seconds, reported once
+
+
 @pytest.fixture(scope="module")
 def lab():
     reason = unavailable()
     if reason:
         pytest.skip(f"no browser test: {reason}")
+    t0 = time.monotonic()
     with JupyterLab() as server:
+        STARTUP["fixture: JupyterLab start"] = time.monotonic() - t0
         yield server
 
 
 @pytest.fixture(scope="module")
 def browser(lab):
+    t0 = time.monotonic()
     with Browser() as b:
+        STARTUP["fixture: Chromium start"] = time.monotonic() - t0
         yield b
 
 
@@ -151,10 +201,12 @@ def greyed_problems(where: dict, expected: frozenset, labels: dict) -> list[str]
     return problems
 
 
-def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set) -> tuple[list[str], int]:
+def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set,
+                    clock: Clock | None = None) -> tuple[list[str], int]:
     """Move the panel through its regimes (browser_regimes.walk, from the panel class's own greyed());
     after each change the usual checks, that the control took the value, and that the page greys out
     exactly what greyed() says at the setting the page shows. Returns (problems, changes made)."""
+    clock = clock or Clock()
     controls = controls_of(model)
     by_name = {c.name: c for c in controls}
     labels = {c.name: c.label for c in controls}
@@ -165,12 +217,17 @@ def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set
     plan = walk(model, regimes(model, controls, state), state)
     for step, (name, value) in enumerate(plan, 1):
         c = by_name[name]
-        before = panel.snapshot()
-        what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
+        with clock("regime: read + change"):
+            before = panel.snapshot()
+            what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
         after, secs = panel.wait_change(before)
-        panel.screenshot(shot(f"regime{step}-{name}"))
-        problems += change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
-        state, where, mismatch = from_page(controls, panel.controls())
+        clock.waited(panel, "regime")
+        with clock("screenshot"):
+            panel.screenshot(shot(f"regime{step}-{name}"))
+        with clock("checks"):
+            problems += change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
+        with clock("regime: read controls"):
+            state, where, mismatch = from_page(controls, panel.controls())
         problems += [f"{what}: {p}" for p in mismatch]
         if state.get(name) != value:
             problems.append(f"{what}: '{c.label}' shows {state.get(name)!r}")
@@ -178,9 +235,9 @@ def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set
     return problems, len(plan)
 
 
-def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
+def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot, clock: Clock | None = None) -> list[str]:
     """Start a slow change, press the toolbar's Interrupt, check it lands in one line and the next change works."""
-    problems = []
+    problems, clock = [], clock or Clock()
     slider = next(c for c in panel.controls() if c["kind"] == "slider" and not c["disabled"])
     before = panel.snapshot()
     panel.change(slider, "key")
@@ -192,6 +249,7 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     time.sleep(0.3)
     nb.interrupt()
     snap, landed_s = panel.wait_change(before, timeout_s=120)
+    clock.waited(panel, "interrupt")
     panel.screenshot(shot("interrupted"))
     said = snap.text + "\n".join(snap.errors)
     if "nterrupt" not in said:
@@ -203,6 +261,7 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     slider = panel.control(slider)
     what = panel.change(slider, "key")
     after, secs = panel.wait_change(snap)
+    clock.waited(panel, "after-interrupt")
     panel.screenshot(shot("after-interrupt"))
     if not after.differs(snap):
         problems.append(f"after Interrupt, {what}: the panel did not change in {secs:.0f} s")
@@ -218,10 +277,15 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
 def test_panels_work_in_jupyterlab(lab, browser, chapter):
     nb = Notebook(browser.page, lab, chapter)
     stem = chapter.split("_")[0]
-    problems, seen = [], set()
+    problems, seen, clock, t_start = [], set(), Clock(), time.monotonic()
+    for phase, secs in STARTUP.items():
+        clock.add(phase, secs)
+    STARTUP.clear()
     try:
-        nb.open()
-        ran_s = nb.run_all()
+        with clock("open (page load)"):
+            nb.open()
+        with clock("Run All"):
+            ran_s = nb.run_all()
         problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
         panels = nb.panels()
         source = (ROOT / "labs" / chapter).read_text()
@@ -235,25 +299,37 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
             def shot(tag, panel=panel):
                 return SHOTS / f"ch{stem}-panel{panel.index}-{tag}.png"
             first = panel.snapshot()
-            panel.screenshot(shot("0-start"))
+            with clock("screenshot"):
+                panel.screenshot(shot("0-start"))
             problems += [f"{name} after Run All: {p}" for p in figure_problems(first, first)]
             if not first.imgs:
                 problems.append(f"{name} after Run All shows no figure (text: {short(first.text, 2)!r})")
             for step, (control, how) in enumerate(panel.plan(), 1):
-                before = panel.snapshot()
-                what = panel.change(control, how)
+                with clock("plan: read + change"):
+                    before = panel.snapshot()
+                    what = panel.change(control, how)
                 after, secs = panel.wait_change(before)
-                panel.screenshot(shot(f"{step}-{how}"))
-                problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
-                                                                     shot(f"{step}-{how}"))]
+                clock.waited(panel, "plan")
+                with clock("screenshot"):
+                    panel.screenshot(shot(f"{step}-{how}"))
+                with clock("checks"):
+                    problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
+                                                                         shot(f"{step}-{how}"))]
             if model is not None:
-                found, _ = regime_problems(nb, panel, model, first, shot, seen)
+                with clock("regime walk (all)"):
+                    found, _ = regime_problems(nb, panel, model, first, shot, seen, clock)
                 problems += [f"{name}, {p}" for p in found]
             if chapter in INTERRUPT_IN and panel.index == len(panels) - 1:
-                problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot)]
+                with clock("interrupt (all)"):
+                    problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot, clock)]
                 problems += [f"{name} after Interrupt: the notebook shows {e}" for e in new_errors(nb, seen)]
     finally:
-        lab.shut_down_kernels()
+        with clock("shut down kernels"):
+            lab.shut_down_kernels()
+        report = clock.report(f"ch{stem} in the browser", time.monotonic() - t_start)
+        print("\n" + report)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / f"timings-ch{stem}.txt").write_text(report + "\n")
     assert not problems, f"{chapter} in JupyterLab {lab.versions()['jupyterlab']} (screenshots in {SHOTS}):\n" + \
         "\n".join(problems)
 
