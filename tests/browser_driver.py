@@ -65,6 +65,7 @@ class JupyterLab:
         self.labs, self.extra_env, self.startup_s = Path(labs), dict(env or {}), startup_s
         self.port, self.token = free_port(), base64.b32encode(os.urandom(15)).decode().lower()
         self.tmp = self.proc = None
+        self.closing = []                                 # threads shutting kernels down (shut_down_kernels)
 
     def __enter__(self) -> "JupyterLab":
         self.tmp = Path(tempfile.mkdtemp(prefix="netlab-lab-"))
@@ -82,27 +83,38 @@ class JupyterLab:
             else:
                 env[key] = value
         (self.tmp / "home").mkdir()
-        cmd = [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-               f"--ServerApp.root_dir={root}"]
-        if os.geteuid() == 0:
-            cmd.append("--allow-root")
-        self.log = open(self.tmp / "server.log", "wb")
-        self.proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        deadline = time.monotonic() + self.startup_s
-        while True:
-            try:
-                self.api("GET", "status")
-                return self
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    tail = (self.tmp / "server.log").read_text(errors="replace")[-2000:]
-                    self.__exit__()
-                    raise RuntimeError(f"JupyterLab did not start on port {self.port}:\n{tail}")
-                time.sleep(0.5)
+        # Several may start at once (a JupyterLab per pytest-xdist worker): each has its own temporary
+        # folders, and a port another process took between free_port() and the server's bind (the server
+        # then exits saying so) is retried on a new one.
+        for attempt in range(3):
+            cmd = [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
+                   f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}"]
+            if os.geteuid() == 0:
+                cmd.append("--allow-root")
+            self.log = open(self.tmp / "server.log", "wb")
+            self.proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+            deadline = time.monotonic() + self.startup_s
+            while True:
+                try:
+                    self.api("GET", "status", timeout=2)
+                    return self
+                except OSError:
+                    if self.proc.poll() is not None or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.5)
+            tail = (self.tmp / "server.log").read_text(errors="replace")[-2000:]
+            if self.proc.poll() is not None and ("is not available" in tail or "already in use" in tail) and attempt < 2:
+                self.log.close()
+                self.port = free_port()
+                continue
+            self.__exit__()
+            raise RuntimeError(f"JupyterLab did not start on port {self.port}:\n{tail}")
 
     def __exit__(self, *exc):
+        for thread in self.closing:
+            thread.join(timeout=30)
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)          # the server, its kernels and their ranks
             try:
@@ -118,17 +130,33 @@ class JupyterLab:
         sep = "&" if "?" in path else "?"
         return f"http://127.0.0.1:{self.port}/{path}{sep}token={self.token}"
 
-    def api(self, method: str, path: str):
+    def api(self, method: str, path: str, timeout: float = 30):
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}", method=method,
                                      headers={"Authorization": f"token {self.token}"})
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             body = r.read()
         return json.loads(body) if body else None
 
-    def shut_down_kernels(self):
-        """End every kernel (and with it its rank pool), as File > Shut Down All Kernels does."""
-        for kernel in self.api("GET", "kernels"):
-            self.api("DELETE", f"kernels/{kernel['id']}")
+    def shut_down_kernels(self, wait: bool = True):
+        """End every kernel running now (and with it its rank pool), as File > Shut Down All Kernels does.
+        wait=False returns at once and lets the server end them meanwhile: a kernel that does not exit on
+        the shutdown request is ended 2.5 s later (jupyter_client: half its shutdown_wait_time), time the
+        next chapter can spend opening. Those still ending are waited for when the server stops."""
+        ids = [kernel["id"] for kernel in self.api("GET", "kernels")]
+
+        def end():
+            for kernel in ids:
+                try:
+                    self.api("DELETE", f"kernels/{kernel}")
+                except OSError:
+                    pass                              # gone already
+        if wait:
+            end()
+            return
+        import threading
+        self.closing = [t for t in self.closing if t.is_alive()]
+        self.closing.append(threading.Thread(target=end, daemon=True))
+        self.closing[-1].start()
 
     def versions(self) -> dict:
         from importlib.metadata import version

@@ -88,6 +88,12 @@ class Clock:
 
 STARTUP = {}                                           # the module fixtures' start-up seconds, reported once
 
+# No xdist_group: under `pytest -n 2 --dist loadgroup` the chapters are spread over the workers one by one,
+# and each worker that gets one starts its own JupyterLab and Chromium (the module fixtures below: about
+# 10 s of CPU and 0.9 GB while they run; their own port, temporary folders and browser profile; the
+# screenshots and timings are named by chapter). One group would make the file one unit of 5-7 minutes
+# that the scheduler cannot split, whenever it starts; apart, the longest unit is chapter 4 (2-3 minutes).
+
 
 @pytest.fixture(scope="module")
 def lab():
@@ -325,7 +331,7 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
                 problems += [f"{name} after Interrupt: the notebook shows {e}" for e in new_errors(nb, seen)]
     finally:
         with clock("shut down kernels"):
-            lab.shut_down_kernels()
+            lab.shut_down_kernels(wait=False)         # they end while the next chapter opens
         report = clock.report(f"ch{stem} in the browser", time.monotonic() - t_start)
         print("\n" + report)
         SHOTS.mkdir(parents=True, exist_ok=True)
