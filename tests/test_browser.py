@@ -24,7 +24,8 @@ figure) and nothing has changed for 0.3 s, or, where the status does not tell, f
 In chapter 4 it interrupts a computing panel from the toolbar and checks the interrupt lands (the
 panel says so in one line, not a traceback) and that the next change works.
 
-A screenshot of each panel after each change goes to $NETLAB_SCREENSHOTS (default tests/.screenshots/).
+A screenshot of a panel after each change that failed a check goes to $NETLAB_SCREENSHOTS (default
+tests/.screenshots/), with the failing figure's PNGs; NETLAB_SCREENSHOTS_ALL=1 takes one after every change.
 Each chapter's seconds, phase by phase, go to timings-chNN.txt there (and to stdout: pytest -s);
 NETLAB_BROWSER_TRACE=1 prints every read of the panel while a change is awaited.
 Skips with one line of reason where Chromium or Playwright is missing (`.ci/run` installs both as root).
@@ -46,6 +47,7 @@ pytestmark = pytest.mark.slow             # a third of the whole suite: JupyterL
 CHAPTERS = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
 INTERRUPT_IN = {"04_gradient_compression.ipynb"}       # its panel computes for seconds: time to interrupt
 SHOTS = Path(os.environ.get("NETLAB_SCREENSHOTS", ROOT / "tests" / ".screenshots"))
+EVERY_SHOT = os.environ.get("NETLAB_SCREENSHOTS_ALL", "") not in ("", "0")
 
 
 class Clock:
@@ -211,39 +213,49 @@ def greyed_problems(where: dict, expected: frozenset, labels: dict) -> list[str]
     return problems
 
 
+def shoot(panel, path: Path, problems: list, clock: Clock | None = None):
+    """A screenshot of the panel where a check failed (each is 0.3-1 s of the browser's time on two
+    cores, and checks nothing), or after every change with NETLAB_SCREENSHOTS_ALL=1."""
+    if problems or EVERY_SHOT:
+        with clock("screenshot") if clock is not None else contextlib.nullcontext():
+            panel.screenshot(path)
+
+
 def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set,
-                    clock: Clock | None = None) -> tuple[list[str], int]:
+                    clock: Clock | None = None) -> tuple[list[str], list[dict]]:
     """Move the panel through its regimes (browser_regimes.walk, from the panel class's own greyed());
     after each change the usual checks, that the control took the value, and that the page greys out
-    exactly what greyed() says at the setting the page shows. Returns (problems, changes made)."""
+    exactly what greyed() says at the setting the page shows. Returns (problems, the page's controls
+    it changed, one per change)."""
     clock = clock or Clock()
     controls = controls_of(model)
     by_name = {c.name: c for c in controls}
     labels = {c.name: c.label for c in controls}
     state, where, problems = from_page(controls, panel.controls())
     if problems:
-        return [f"the page against {type(model).__name__}: {p}" for p in problems], 0
+        return [f"the page against {type(model).__name__}: {p}" for p in problems], []
     problems += [f"before its regimes: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
-    plan = walk(model, regimes(model, controls, state), state)
+    plan, changed = walk(model, regimes(model, controls, state), state), []
     for step, (name, value) in enumerate(plan, 1):
         c = by_name[name]
         steps = abs(index_of(c, value) - index_of(c, state[name])) if c.kind == "slider" else 1
         with clock("regime: read + change"):
             before = panel.snapshot()
             what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
+        changed.append(where[name])
         after, secs = panel.wait_change(before, several=steps > 1)          # one message per key, held back
         clock.waited(panel, "regime")
-        with clock("screenshot"):
-            panel.screenshot(shot(f"regime{step}-{name}"))
         with clock("checks"):
-            problems += change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
+            found = change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
         with clock("regime: read controls"):
             state, where, mismatch = from_page(controls, panel.controls())
-        problems += [f"{what}: {p}" for p in mismatch]
+        found += [f"{what}: {p}" for p in mismatch]
         if state.get(name) != value:
-            problems.append(f"{what}: '{c.label}' shows {state.get(name)!r}")
-        problems += [f"{what}: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
-    return problems, len(plan)
+            found.append(f"{what}: '{c.label}' shows {state.get(name)!r}")
+        found += [f"{what}: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
+        shoot(panel, shot(f"regime{step}-{name}"), found, clock)
+        problems += found
+    return problems, changed
 
 
 def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot, clock: Clock | None = None) -> list[str]:
@@ -261,7 +273,6 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot, clock: Clock 
     nb.interrupt()
     snap, landed_s = panel.wait_change(before, timeout_s=120)
     clock.waited(panel, "interrupt")
-    panel.screenshot(shot("interrupted"))
     said = snap.text + "\n".join(snap.errors)
     if "nterrupt" not in said:
         problems.append(f"Interrupt did not stop the panel: {landed_s:.1f} s later it showed "
@@ -269,17 +280,19 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot, clock: Clock 
     for e in snap.errors:
         if len(e.strip().splitlines()) > 2:
             problems.append(f"after Interrupt the panel shows a {len(e.strip().splitlines())}-line traceback: {short(e)}")
+    shoot(panel, shot("interrupted"), problems, clock)
     slider = panel.control(slider)
     what = panel.change(slider, "key")
     after, secs = panel.wait_change(snap)
     clock.waited(panel, "after-interrupt")
-    panel.screenshot(shot("after-interrupt"))
+    found = []
     if not after.differs(snap):
-        problems.append(f"after Interrupt, {what}: the panel did not change in {secs:.0f} s")
-    problems += [f"after Interrupt, {what}: {p}" for p in figure_problems(after, first)]
-    problems += [f"after Interrupt, {what}: the panel shows {short(e)}" for e in after.errors]
-    problems += [f"after Interrupt, {what}: {p}" for p in text_problems(after)]
-    return problems
+        found.append(f"after Interrupt, {what}: the panel did not change in {secs:.0f} s")
+    found += [f"after Interrupt, {what}: {p}" for p in figure_problems(after, first)]
+    found += [f"after Interrupt, {what}: the panel shows {short(e)}" for e in after.errors]
+    found += [f"after Interrupt, {what}: {p}" for p in text_problems(after)]
+    shoot(panel, shot("after-interrupt"), found, clock)
+    return problems + found
 
 
 @pytest.mark.slow
@@ -309,23 +322,26 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
 
             def shot(tag, panel=panel):
                 return SHOTS / f"ch{stem}-panel{panel.index}-{tag}.png"
+            # in view first, as a person scrolls to it: JupyterLab leaves cells off screen unrendered
+            # (content-visibility), and their text, labels included, reads "" until they are shown
+            panel.root.scroll_into_view_if_needed()
             first = panel.snapshot()
-            with clock("screenshot"):
-                panel.screenshot(shot("0-start"))
-            problems += [f"{name} after Run All: {p}" for p in figure_problems(first, first)]
+            found = [f"{name} after Run All: {p}" for p in figure_problems(first, first)]
             if not first.imgs:
-                problems.append(f"{name} after Run All shows no figure (text: {short(first.text, 2)!r})")
+                found.append(f"{name} after Run All shows no figure (text: {short(first.text, 2)!r})")
+            shoot(panel, shot("0-start"), found, clock)
+            problems += found
             for step, (control, how) in enumerate(panel.plan(), 1):
                 with clock("plan: read + change"):
                     before = panel.snapshot()
                     what = panel.change(control, how)
                 after, secs = panel.wait_change(before)
                 clock.waited(panel, "plan")
-                with clock("screenshot"):
-                    panel.screenshot(shot(f"{step}-{how}"))
                 with clock("checks"):
-                    problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
-                                                                         shot(f"{step}-{how}"))]
+                    found = [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
+                                                                     shot(f"{step}-{how}"))]
+                shoot(panel, shot(f"{step}-{how}"), found, clock)
+                problems += found
             if model is not None:
                 with clock("regime walk (all)"):
                     found, _ = regime_problems(nb, panel, model, first, shot, seen, clock)
