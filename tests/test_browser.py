@@ -18,7 +18,9 @@ one per greyed outcome where a menu has more than seven, as chapter 4's methods)
 where controls grey out (one node in chapters 1 and 7, one server or no stragglers in chapter 3). After
 each of these changes, besides the checks above: the control shows the value, and the page greys out
 exactly the controls greyed() names at the setting the page shows (so each is seen greyed, then enabled
-again when it applies).
+again when it applies). The arrow key and the option of the first part are left to the walk where it
+moves a slider with arrow keys or picks an option in a control of the same kind (the same message, the
+same run on the kernel's main thread, the same figure replaced); the drag is always made.
 A change is over when the panel's status line says "this change took ..." (written after its last
 figure) and nothing has changed for 0.3 s, or, where the status does not tell, for 1.5 s.
 In chapter 4 it interrupts a computing panel from the toolbar and checks the interrupt lands (the
@@ -221,6 +223,26 @@ def shoot(panel, path: Path, problems: list, clock: Clock | None = None):
             panel.screenshot(path)
 
 
+def covered_by_walk(plan: list, walked: list) -> list:
+    """The plan's changes the regime walk has already made the same way, each as (control, how): a key
+    press on a slider (the walk moves sliders with arrow keys), a choice in a menu, toggle or checkbox of
+    the same kind (the walk picks options the same way). A drag is never covered (the walk does not
+    drag). What a change checks does not depend on which control brought it: the page's message, the
+    kernel's run on its main thread, the figure's replacement are the same for every control."""
+    kinds = {pc["kind"] for pc in walked}
+    return [(c, how) for c, how in plan
+            if (how == "key" and "slider" in kinds) or (how == "choose" and c["kind"] in kinds)]
+
+
+def walk_ahead(panel, model) -> list[dict]:
+    """The page's controls the regime walk would change from the setting the page shows now, one per change."""
+    controls = controls_of(model)
+    state, where, problems = from_page(controls, panel.controls())
+    if problems:
+        return []
+    return [where[name] for name, _ in walk(model, regimes(model, controls, state), state)]
+
+
 def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set,
                     clock: Clock | None = None) -> tuple[list[str], list[dict]]:
     """Move the panel through its regimes (browser_regimes.walk, from the panel class's own greyed());
@@ -331,7 +353,8 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
                 found.append(f"{name} after Run All shows no figure (text: {short(first.text, 2)!r})")
             shoot(panel, shot("0-start"), found, clock)
             problems += found
-            for step, (control, how) in enumerate(panel.plan(), 1):
+
+            def planned(step, control, how, panel=panel, name=name, shot=shot, first=first):
                 with clock("plan: read + change"):
                     before = panel.snapshot()
                     what = panel.change(control, how)
@@ -341,11 +364,23 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
                     found = [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
                                                                      shot(f"{step}-{how}"))]
                 shoot(panel, shot(f"{step}-{how}"), found, clock)
-                problems += found
+                return found
+            # The plan's changes from the chapter's own setting, less those the regime walk will make the
+            # same way (a key press on a slider, a choice in a control of the same kind); a drag, always.
+            plan = list(enumerate(panel.plan(), 1))
+            later = covered_by_walk([c for _, c in plan], walk_ahead(panel, model)) if model is not None else []
+            for step, (control, how) in plan:
+                if (control, how) not in later:
+                    problems += planned(step, control, how)
             if model is not None:
                 with clock("regime walk (all)"):
-                    found, _ = regime_problems(nb, panel, model, first, shot, seen, clock)
+                    found, walked = regime_problems(nb, panel, model, first, shot, seen, clock)
                 problems += [f"{name}, {p}" for p in found]
+                # the walk went another way than foreseen (the plan's own changes moved its start): the
+                # changes it did not make for the plan are made now
+                for step, (control, how) in plan:
+                    if (control, how) in later and (control, how) not in covered_by_walk(later, walked):
+                        problems += planned(step, panel.control(control), how)
             if chapter in INTERRUPT_IN and panel.index == len(panels) - 1:
                 with clock("interrupt (all)"):
                     problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot, clock)]
@@ -450,6 +485,18 @@ def test_waiting_ends_soon_after_the_status_says_done_but_not_on_a_status_left_f
         t0 = time.monotonic()
         page.wait_change(before, several=several)
         assert time.monotonic() - t0 >= 1.5
+
+
+def test_plan_leaves_to_the_walk_the_changes_it_makes_the_same_way():
+    slider = {"kind": "slider", "label": "ranks"}
+    other = {"kind": "slider", "label": "bandwidth"}
+    menu = {"kind": "dropdown", "label": "method"}
+    toggle = {"kind": "toggle", "label": "mode"}
+    plan = [(slider, "key"), (other, "drag"), (menu, "choose")]
+    assert covered_by_walk(plan, []) == []
+    assert covered_by_walk(plan, [menu, menu]) == [(menu, "choose")]
+    assert covered_by_walk(plan, [other, toggle]) == [(slider, "key")]          # a drag is never left to it
+    assert covered_by_walk([(toggle, "choose")], [menu]) == []
 
 
 # The regime walk, on the panels' own definitions (no browser needed): it reaches what the issue asks
