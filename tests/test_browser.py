@@ -22,7 +22,8 @@ again when it applies). The arrow key and the option of the first part are left 
 moves a slider with arrow keys or picks an option in a control of the same kind (the same message, the
 same run on the kernel's main thread, the same figure replaced); the drag is always made.
 A change is over when the panel's status line says "this change took ..." (written after its last
-figure) and nothing has changed for 0.3 s, or, where the status does not tell, for 1.5 s.
+figure) and nothing has changed for 0.3 s; for 1.5 s where the status does not tell, or where a slider
+was moved by several key presses (ipywidgets sends the later values after the kernel answered the first).
 In chapter 4 it interrupts a computing panel from the toolbar and checks the interrupt lands (the
 panel says so in one line, not a traceback) and that the next change works.
 
