@@ -36,6 +36,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1400, "height": 1000}            # px: the width the chapters are written for
 ERROR_MIME = "application/vnd.jupyter.error"
+TRACE = os.environ.get("NETLAB_BROWSER_TRACE", "") not in ("", "0")     # print each read of wait_change
 STDERR_MIME = "application/vnd.jupyter.stderr"
 
 
@@ -65,6 +66,7 @@ class JupyterLab:
         self.labs, self.extra_env, self.startup_s = Path(labs), dict(env or {}), startup_s
         self.port, self.token = free_port(), base64.b32encode(os.urandom(15)).decode().lower()
         self.tmp = self.proc = None
+        self.closing = []                                 # threads shutting kernels down (shut_down_kernels)
 
     def __enter__(self) -> "JupyterLab":
         self.tmp = Path(tempfile.mkdtemp(prefix="netlab-lab-"))
@@ -82,27 +84,38 @@ class JupyterLab:
             else:
                 env[key] = value
         (self.tmp / "home").mkdir()
-        cmd = [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-               f"--ServerApp.root_dir={root}"]
-        if os.geteuid() == 0:
-            cmd.append("--allow-root")
-        self.log = open(self.tmp / "server.log", "wb")
-        self.proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        deadline = time.monotonic() + self.startup_s
-        while True:
-            try:
-                self.api("GET", "status")
-                return self
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    tail = (self.tmp / "server.log").read_text(errors="replace")[-2000:]
-                    self.__exit__()
-                    raise RuntimeError(f"JupyterLab did not start on port {self.port}:\n{tail}")
-                time.sleep(0.5)
+        # Several may start at once (a JupyterLab per pytest-xdist worker): each has its own temporary
+        # folders, and a port another process took between free_port() and the server's bind (the server
+        # then exits saying so) is retried on a new one.
+        for attempt in range(3):
+            cmd = [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
+                   f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}"]
+            if os.geteuid() == 0:
+                cmd.append("--allow-root")
+            self.log = open(self.tmp / "server.log", "wb")
+            self.proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=self.log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+            deadline = time.monotonic() + self.startup_s
+            while True:
+                try:
+                    self.api("GET", "status", timeout=2)
+                    return self
+                except OSError:
+                    if self.proc.poll() is not None or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.5)
+            tail = (self.tmp / "server.log").read_text(errors="replace")[-2000:]
+            if self.proc.poll() is not None and ("is not available" in tail or "already in use" in tail) and attempt < 2:
+                self.log.close()
+                self.port = free_port()
+                continue
+            self.__exit__()
+            raise RuntimeError(f"JupyterLab did not start on port {self.port}:\n{tail}")
 
     def __exit__(self, *exc):
+        for thread in self.closing:
+            thread.join(timeout=30)
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)          # the server, its kernels and their ranks
             try:
@@ -118,17 +131,33 @@ class JupyterLab:
         sep = "&" if "?" in path else "?"
         return f"http://127.0.0.1:{self.port}/{path}{sep}token={self.token}"
 
-    def api(self, method: str, path: str):
+    def api(self, method: str, path: str, timeout: float = 30):
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}", method=method,
                                      headers={"Authorization": f"token {self.token}"})
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             body = r.read()
         return json.loads(body) if body else None
 
-    def shut_down_kernels(self):
-        """End every kernel (and with it its rank pool), as File > Shut Down All Kernels does."""
-        for kernel in self.api("GET", "kernels"):
-            self.api("DELETE", f"kernels/{kernel['id']}")
+    def shut_down_kernels(self, wait: bool = True):
+        """End every kernel running now (and with it its rank pool), as File > Shut Down All Kernels does.
+        wait=False returns at once and lets the server end them meanwhile: a kernel that does not exit on
+        the shutdown request is ended 2.5 s later (jupyter_client: half its shutdown_wait_time), time the
+        next chapter can spend opening. Those still ending are waited for when the server stops."""
+        ids = [kernel["id"] for kernel in self.api("GET", "kernels")]
+
+        def end():
+            for kernel in ids:
+                try:
+                    self.api("DELETE", f"kernels/{kernel}")
+                except OSError:
+                    pass                              # gone already
+        if wait:
+            end()
+            return
+        import threading
+        self.closing = [t for t in self.closing if t.is_alive()]
+        self.closing.append(threading.Thread(target=end, daemon=True))
+        self.closing[-1].start()
 
     def versions(self) -> dict:
         from importlib.metadata import version
@@ -161,7 +190,20 @@ _FIND_PANELS = """() => {
   return panels.length;
 }"""
 
+# One read of a panel also returns the kernel's state (the status bar's text) and how many times the panel
+# or the status bar has changed since the page was read first: a MutationObserver, installed on the first
+# read, counts them, and _AWAIT_CHANGE waits in the page until that count moves (no reads in between).
 _READ_PANEL = """(p) => {
+  if (p.__netlabChanges === undefined) {
+    p.__netlabChanges = 0;
+    p.__netlabWake = [];
+    const bump = () => { p.__netlabChanges += 1; p.__netlabWake.splice(0).forEach(f => f()); };
+    const seen = new MutationObserver(bump);
+    seen.observe(p, {subtree: true, childList: true, attributes: true, characterData: true});
+    const bar = document.querySelector('.jp-StatusBar-Widget');
+    if (bar) seen.observe(bar, {subtree: true, childList: true, characterData: true});
+  }
+  const bar = document.querySelector('.jp-StatusBar-Widget');
   const out = p.querySelector('.widget-output');
   const imgs = [...out.querySelectorAll('img')].map(i => i.getAttribute('src') || '');
   const errors = [...out.querySelectorAll('.jp-OutputArea-output')]
@@ -169,8 +211,26 @@ _READ_PANEL = """(p) => {
                  (o.getAttribute('data-mime-type') === '""" + STDERR_MIME + """' && /Traceback|Error/.test(o.textContent)))
     .map(o => o.textContent);
   const status = p.querySelector('.netlab-panel-status');
-  return {text: out.innerText, imgs: imgs, errors: errors, status: status ? status.textContent : ''};
+  return {text: out.innerText, imgs: imgs, errors: errors, status: status ? status.textContent : '',
+          kernel: bar ? bar.innerText : '', changes: p.__netlabChanges};
 }"""
+
+_AWAIT_CHANGE = """(p, [seen, ms]) => new Promise(resolve => {
+  if (p.__netlabChanges !== seen) return resolve(true);
+  const timer = setTimeout(() => resolve(false), ms);
+  p.__netlabWake.push(() => { clearTimeout(timer); resolve(true); });
+})"""
+
+KERNEL_STATES = ("Idle", "Busy", "Starting", "Connecting", "Restarting", "Unknown", "Dead", "Initializing")
+
+
+def kernel_state(status_bar: str) -> str:
+    """The kernel's state in the status bar's text ('Idle', 'Busy', ...; 'Unknown' if it shows none)."""
+    for part in status_bar.replace("\n", "|").split("|"):
+        if part.strip() in KERNEL_STATES:
+            return part.strip()
+    return "Unknown"
+
 
 _PAGE_ERRORS = """() => {
   const found = [];
@@ -270,6 +330,14 @@ class Snapshot:
     imgs: list
     errors: list
     status: str = ""
+    kernel: str | None = None        # the status bar's text, read with the rest (None: not read)
+    changes: int | None = None       # the page's count of changes to the panel and the status bar
+
+    @property
+    def done(self) -> bool:
+        """The status line says the last change has finished ("this change took ... s in the kernel"):
+        the panel sets it after its last figure, and never while another change is queued."""
+        return "this change took" in self.status
 
     @property
     def busy(self) -> bool:
@@ -306,12 +374,7 @@ class Notebook:
 
     def kernel_status(self) -> str:
         """The kernel's state as the status bar shows it ('Idle', 'Busy', 'Starting', ...)."""
-        text = self.page.locator(".jp-StatusBar-Widget").first.inner_text()
-        for part in text.replace("\n", "|").split("|"):
-            part = part.strip()
-            if part in ("Idle", "Busy", "Starting", "Connecting", "Restarting", "Unknown", "Dead", "Initializing"):
-                return part
-        return "Unknown"
+        return kernel_state(self.page.locator(".jp-StatusBar-Widget").first.inner_text())
 
     def wait_kernel(self, state: str = "Idle", timeout_s: float = 300, steady_s: float = 1.0) -> float:
         """Wait until the kernel has been `state` for `steady_s` seconds; return the seconds waited."""
@@ -344,7 +407,9 @@ class Notebook:
             time.sleep(0.5)
         else:
             raise TimeoutError(f"{self.name}: Run All did not finish in {timeout_s:.0f} s")
-        self.wait_kernel("Idle", timeout_s - (time.monotonic() - t0), steady_s=2.0)
+        # every cell has its number, and with it its outputs (a panel's first figure is drawn in its cell):
+        # a second of Idle is for messages still on their way
+        self.wait_kernel("Idle", timeout_s - (time.monotonic() - t0), steady_s=1.0)
         return time.monotonic() - t0
 
     def errors(self) -> list[str]:
@@ -361,6 +426,8 @@ class Notebook:
 
 class Panel:
     """A widget panel: controls above an output area."""
+
+    root = None                      # the panel in the page (None: a stand-in without a page, as in tests)
 
     def __init__(self, notebook: Notebook, index: int):
         self.nb, self.index = notebook, index
@@ -447,24 +514,59 @@ class Panel:
         answered, so the kernel reads "Idle" while the panel still computes."""
         return self.snapshot().busy
 
-    def wait_change(self, before: Snapshot, timeout_s: float = 120, settle_s: float = 1.5) -> tuple[Snapshot, float]:
-        """Wait until the panel shows something new, then until it has shown the same thing for `settle_s`
-        with its status line done and the kernel idle all along (a figure may arrive after the text, a
-        full answer after the first); return (snapshot, seconds waited).
+    def await_change(self, seen: Snapshot, seconds: float) -> None:
+        """Wait up to `seconds`, returning as soon as the panel or the kernel's status has changed since the
+        read `seen` (a MutationObserver in the page: nothing is read meanwhile, so the wait takes no CPU
+        from the kernel). A stand-in without a page sleeps."""
+        if self.root is None or seen.changes is None:
+            time.sleep(seconds)
+            return
+        self.root.evaluate(_AWAIT_CHANGE, [seen.changes, int(seconds * 1000)])
+
+    def wait_change(self, before: Snapshot, timeout_s: float = 120, settle_s: float = 1.5,
+                    done_settle_s: float = 0.3, several: bool = False) -> tuple[Snapshot, float]:
+        """Wait until the panel shows something new, then until it has shown the same thing for a quiet
+        period with its status line done and the kernel idle all along (a figure may arrive after the
+        text, a full answer after the first); return (snapshot, seconds waited).
+
+        The quiet period is `done_settle_s` once the status line says this change has finished (the
+        panel writes "this change took ..." after its last figure, and a queued change reads "waiting
+        for", so nothing of this change is left to come); `settle_s` while it says nothing that tells
+        (a status line left from the change before, a panel without one). A change the page sends in
+        more than one message needs `settle_s` too: a slider moved several steps by keys sends its first
+        value, and ipywidgets holds the rest until the kernel has answered that one, so a second run can
+        begin a round trip after the first one's "took" (`several=True`).
 
         The quiet period counts only snapshots taken after the status was read as done, in the same read
         as the figure: a status checked after a separate read of the figure can be the full answer's
-        while the figure read is still the first answer's."""
+        while the figure read is still the first answer's. Between reads the wait sleeps in the page
+        until something there changes (`await_change`)."""
         t0 = time.monotonic()
         last, since = before, time.monotonic()
+        reads, new_at, busy_seen = 0, None, False
         while time.monotonic() - t0 < timeout_s:
-            idle = self.nb.kernel_status() == "Idle"
             now = self.snapshot()
+            idle = (kernel_state(now.kernel) if now.kernel is not None else self.nb.kernel_status()) == "Idle"
+            reads += 1
+            if TRACE:
+                print(f"  {time.monotonic() - t0:6.2f} s  kernel {kernel_state(now.kernel or '')}  new {now.differs(before)!s:5}"
+                      f"  changed {now.differs(last)!s:5}  status {now.status[:50]!r}", flush=True)
+            busy_seen = busy_seen or now.busy
+            # done for this change: the status moved on from the one before the change (or went through
+            # busy), so a "took" left from the previous change does not count
+            finished = now.done and idle and (busy_seen or now.status != before.status)
+            quiet = done_settle_s if finished and not several else settle_s
             if now.differs(last) or now.busy or not idle:
                 last, since = (now if now.differs(last) else last), time.monotonic()
-            elif last.differs(before) and time.monotonic() - since >= settle_s:
+                if new_at is None and now.differs(before):
+                    new_at = since - t0
+            elif last.differs(before) and time.monotonic() - since >= quiet:
+                self.last_wait = {"s": time.monotonic() - t0, "new_s": new_at, "done_s": since - t0, "reads": reads}
                 return now, time.monotonic() - t0
-            time.sleep(0.1)
+            left = timeout_s - (time.monotonic() - t0)
+            self.await_change(now, max(0.05, min(1.0, left, since + quiet - time.monotonic()
+                                                 if last.differs(before) else 1.0)))
+        self.last_wait = {"s": time.monotonic() - t0, "new_s": new_at, "done_s": None, "reads": reads}
         return self.snapshot(), time.monotonic() - t0
 
     def plan(self, most: int = 3) -> list[tuple[dict, str]]:

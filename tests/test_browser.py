@@ -18,15 +18,24 @@ one per greyed outcome where a menu has more than seven, as chapter 4's methods)
 where controls grey out (one node in chapters 1 and 7, one server or no stragglers in chapter 3). After
 each of these changes, besides the checks above: the control shows the value, and the page greys out
 exactly the controls greyed() names at the setting the page shows (so each is seen greyed, then enabled
-again when it applies).
+again when it applies). The arrow key and the option of the first part are left to the walk where it
+moves a slider with arrow keys or picks an option in a control of the same kind (the same message, the
+same run on the kernel's main thread, the same figure replaced); the drag is always made.
+A change is over when the panel's status line says "this change took ..." (written after its last
+figure) and nothing has changed for 0.3 s; for 1.5 s where the status does not tell, or where a slider
+was moved by several key presses (ipywidgets sends the later values after the kernel answered the first).
 In chapter 4 it interrupts a computing panel from the toolbar and checks the interrupt lands (the
 panel says so in one line, not a traceback) and that the next change works.
 
-A screenshot of each panel after each change goes to $NETLAB_SCREENSHOTS (default tests/.screenshots/).
+A screenshot of a panel after each change that failed a check goes to $NETLAB_SCREENSHOTS (default
+tests/.screenshots/), with the failing figure's PNGs; NETLAB_SCREENSHOTS_ALL=1 takes one after every change.
+Each chapter's seconds, phase by phase, go to timings-chNN.txt there (and to stdout: pytest -s);
+NETLAB_BROWSER_TRACE=1 prints every read of the panel while a change is awaited.
 Skips with one line of reason where Chromium or Playwright is missing (`.ci/run` installs both as root).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -41,6 +50,58 @@ pytestmark = pytest.mark.slow             # a third of the whole suite: JupyterL
 CHAPTERS = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
 INTERRUPT_IN = {"04_gradient_compression.ipynb"}       # its panel computes for seconds: time to interrupt
 SHOTS = Path(os.environ.get("NETLAB_SCREENSHOTS", ROOT / "tests" / ".screenshots"))
+EVERY_SHOT = os.environ.get("NETLAB_SCREENSHOTS_ALL", "") not in ("", "0")
+
+
+class Clock:
+    """Where a chapter's seconds go: {phase: [times, seconds]}, printed after the chapter (pytest -s) and
+    written to SHOTS/timings-<chapter>.txt."""
+
+    def __init__(self):
+        self.phases = {}
+
+    @contextlib.contextmanager
+    def __call__(self, phase):
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(phase, time.monotonic() - t0)
+
+    def add(self, phase, secs):
+        n, total = self.phases.get(phase, (0, 0.0))
+        self.phases[phase] = (n + 1, total + secs)
+
+    def waited(self, panel, kind):
+        """A wait_change's seconds split: until the panel showed something new, until it was done, the quiet period."""
+        w = panel.last_wait
+        new = w["new_s"] if w["new_s"] is not None else w["s"]
+        done = w["done_s"] if w["done_s"] is not None else w["s"]
+        self.add(f"{kind} wait: until new", new)
+        self.add(f"{kind} wait: new to done", max(0.0, done - new))
+        self.add(f"{kind} wait: quiet period", w["s"] - done)
+        self.add(f"{kind} wait: reads", 0)
+        n, total = self.phases[f"{kind} wait: reads"]
+        self.phases[f"{kind} wait: reads"] = (n, total + w["reads"])
+
+    def report(self, title, wall) -> str:
+        rows = [f"{title}: {wall:.1f} s"]
+        for phase, (n, secs) in self.phases.items():
+            unit = "" if phase.endswith("reads") else " s"
+            rows.append(f"  {phase:<34} {n:>3} x  {secs:7.1f}{unit}")
+        parts = sum(v for p, (_, v) in self.phases.items()             # (all): a sum of parts listed too
+                    if not p.endswith(("reads", "(all)")) and not p.startswith("fixture"))
+        rows.append(f"  {'(other: reads, checks of Run All)':<34}       {wall - parts:7.1f} s")
+        return "\n".join(rows)
+
+
+STARTUP = {}                                           # the module fixtures' start-up seconds, reported once
+
+# No xdist_group: under `pytest -n 2 --dist loadgroup` the chapters are spread over the workers one by one,
+# and each worker that gets one starts its own JupyterLab and Chromium (the module fixtures below: about
+# 10 s of CPU and 0.9 GB while they run; their own port, temporary folders and browser profile; the
+# screenshots and timings are named by chapter). One group would make the file one unit of 5-7 minutes
+# that the scheduler cannot split, whenever it starts; apart, the longest unit is chapter 4 (2-3 minutes).
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +109,17 @@ def lab():
     reason = unavailable()
     if reason:
         pytest.skip(f"no browser test: {reason}")
+    t0 = time.monotonic()
     with JupyterLab() as server:
+        STARTUP["fixture: JupyterLab start"] = time.monotonic() - t0
         yield server
 
 
 @pytest.fixture(scope="module")
 def browser(lab):
+    t0 = time.monotonic()
     with Browser() as b:
+        STARTUP["fixture: Chromium start"] = time.monotonic() - t0
         yield b
 
 
@@ -151,36 +216,74 @@ def greyed_problems(where: dict, expected: frozenset, labels: dict) -> list[str]
     return problems
 
 
-def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set) -> tuple[list[str], int]:
+def shoot(panel, path: Path, problems: list, clock: Clock | None = None):
+    """A screenshot of the panel where a check failed (each is 0.3-1 s of the browser's time on two
+    cores, and checks nothing), or after every change with NETLAB_SCREENSHOTS_ALL=1."""
+    if problems or EVERY_SHOT:
+        with clock("screenshot") if clock is not None else contextlib.nullcontext():
+            panel.screenshot(path)
+
+
+def covered_by_walk(plan: list, walked: list) -> list:
+    """The plan's changes the regime walk has already made the same way, each as (control, how): a key
+    press on a slider (the walk moves sliders with arrow keys), a choice in a menu, toggle or checkbox of
+    the same kind (the walk picks options the same way). A drag is never covered (the walk does not
+    drag). What a change checks does not depend on which control brought it: the page's message, the
+    kernel's run on its main thread, the figure's replacement are the same for every control."""
+    kinds = {pc["kind"] for pc in walked}
+    return [(c, how) for c, how in plan
+            if (how == "key" and "slider" in kinds) or (how == "choose" and c["kind"] in kinds)]
+
+
+def walk_ahead(panel, model) -> list[dict]:
+    """The page's controls the regime walk would change from the setting the page shows now, one per change."""
+    controls = controls_of(model)
+    state, where, problems = from_page(controls, panel.controls())
+    if problems:
+        return []
+    return [where[name] for name, _ in walk(model, regimes(model, controls, state), state)]
+
+
+def regime_problems(nb: Notebook, panel, model, first: Snapshot, shot, seen: set,
+                    clock: Clock | None = None) -> tuple[list[str], list[dict]]:
     """Move the panel through its regimes (browser_regimes.walk, from the panel class's own greyed());
     after each change the usual checks, that the control took the value, and that the page greys out
-    exactly what greyed() says at the setting the page shows. Returns (problems, changes made)."""
+    exactly what greyed() says at the setting the page shows. Returns (problems, the page's controls
+    it changed, one per change)."""
+    clock = clock or Clock()
     controls = controls_of(model)
     by_name = {c.name: c for c in controls}
     labels = {c.name: c.label for c in controls}
     state, where, problems = from_page(controls, panel.controls())
     if problems:
-        return [f"the page against {type(model).__name__}: {p}" for p in problems], 0
+        return [f"the page against {type(model).__name__}: {p}" for p in problems], []
     problems += [f"before its regimes: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
-    plan = walk(model, regimes(model, controls, state), state)
+    plan, changed = walk(model, regimes(model, controls, state), state), []
     for step, (name, value) in enumerate(plan, 1):
         c = by_name[name]
-        before = panel.snapshot()
-        what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
-        after, secs = panel.wait_change(before)
-        panel.screenshot(shot(f"regime{step}-{name}"))
-        problems += change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
-        state, where, mismatch = from_page(controls, panel.controls())
-        problems += [f"{what}: {p}" for p in mismatch]
+        steps = abs(index_of(c, value) - index_of(c, state[name])) if c.kind == "slider" else 1
+        with clock("regime: read + change"):
+            before = panel.snapshot()
+            what = panel.set_index(where[name], index_of(c, value), at=index_of(c, state[name])) + f" (to {value!r})"
+        changed.append(where[name])
+        after, secs = panel.wait_change(before, several=steps > 1)          # one message per key, held back
+        clock.waited(panel, "regime")
+        with clock("checks"):
+            found = change_problems(nb, what, before, after, secs, first, seen, shot(f"regime{step}-{name}"))
+        with clock("regime: read controls"):
+            state, where, mismatch = from_page(controls, panel.controls())
+        found += [f"{what}: {p}" for p in mismatch]
         if state.get(name) != value:
-            problems.append(f"{what}: '{c.label}' shows {state.get(name)!r}")
-        problems += [f"{what}: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
-    return problems, len(plan)
+            found.append(f"{what}: '{c.label}' shows {state.get(name)!r}")
+        found += [f"{what}: {p}" for p in greyed_problems(where, greyed(model, state), labels)]
+        shoot(panel, shot(f"regime{step}-{name}"), found, clock)
+        problems += found
+    return problems, changed
 
 
-def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
+def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot, clock: Clock | None = None) -> list[str]:
     """Start a slow change, press the toolbar's Interrupt, check it lands in one line and the next change works."""
-    problems = []
+    problems, clock = [], clock or Clock()
     slider = next(c for c in panel.controls() if c["kind"] == "slider" and not c["disabled"])
     before = panel.snapshot()
     panel.change(slider, "key")
@@ -192,7 +295,7 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     time.sleep(0.3)
     nb.interrupt()
     snap, landed_s = panel.wait_change(before, timeout_s=120)
-    panel.screenshot(shot("interrupted"))
+    clock.waited(panel, "interrupt")
     said = snap.text + "\n".join(snap.errors)
     if "nterrupt" not in said:
         problems.append(f"Interrupt did not stop the panel: {landed_s:.1f} s later it showed "
@@ -200,16 +303,19 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
     for e in snap.errors:
         if len(e.strip().splitlines()) > 2:
             problems.append(f"after Interrupt the panel shows a {len(e.strip().splitlines())}-line traceback: {short(e)}")
+    shoot(panel, shot("interrupted"), problems, clock)
     slider = panel.control(slider)
     what = panel.change(slider, "key")
     after, secs = panel.wait_change(snap)
-    panel.screenshot(shot("after-interrupt"))
+    clock.waited(panel, "after-interrupt")
+    found = []
     if not after.differs(snap):
-        problems.append(f"after Interrupt, {what}: the panel did not change in {secs:.0f} s")
-    problems += [f"after Interrupt, {what}: {p}" for p in figure_problems(after, first)]
-    problems += [f"after Interrupt, {what}: the panel shows {short(e)}" for e in after.errors]
-    problems += [f"after Interrupt, {what}: {p}" for p in text_problems(after)]
-    return problems
+        found.append(f"after Interrupt, {what}: the panel did not change in {secs:.0f} s")
+    found += [f"after Interrupt, {what}: {p}" for p in figure_problems(after, first)]
+    found += [f"after Interrupt, {what}: the panel shows {short(e)}" for e in after.errors]
+    found += [f"after Interrupt, {what}: {p}" for p in text_problems(after)]
+    shoot(panel, shot("after-interrupt"), found, clock)
+    return problems + found
 
 
 @pytest.mark.slow
@@ -218,10 +324,15 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot) -> list[str]:
 def test_panels_work_in_jupyterlab(lab, browser, chapter):
     nb = Notebook(browser.page, lab, chapter)
     stem = chapter.split("_")[0]
-    problems, seen = [], set()
+    problems, seen, clock, t_start = [], set(), Clock(), time.monotonic()
+    for phase, secs in STARTUP.items():
+        clock.add(phase, secs)
+    STARTUP.clear()
     try:
-        nb.open()
-        ran_s = nb.run_all()
+        with clock("open (page load)"):
+            nb.open()
+        with clock("Run All"):
+            ran_s = nb.run_all()
         problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
         panels = nb.panels()
         source = (ROOT / "labs" / chapter).read_text()
@@ -234,26 +345,54 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
 
             def shot(tag, panel=panel):
                 return SHOTS / f"ch{stem}-panel{panel.index}-{tag}.png"
+            # in view first, as a person scrolls to it: JupyterLab leaves cells off screen unrendered
+            # (content-visibility), and their text, labels included, reads "" until they are shown
+            panel.root.scroll_into_view_if_needed()
             first = panel.snapshot()
-            panel.screenshot(shot("0-start"))
-            problems += [f"{name} after Run All: {p}" for p in figure_problems(first, first)]
+            found = [f"{name} after Run All: {p}" for p in figure_problems(first, first)]
             if not first.imgs:
-                problems.append(f"{name} after Run All shows no figure (text: {short(first.text, 2)!r})")
-            for step, (control, how) in enumerate(panel.plan(), 1):
-                before = panel.snapshot()
-                what = panel.change(control, how)
+                found.append(f"{name} after Run All shows no figure (text: {short(first.text, 2)!r})")
+            shoot(panel, shot("0-start"), found, clock)
+            problems += found
+
+            def planned(step, control, how, panel=panel, name=name, shot=shot, first=first):
+                with clock("plan: read + change"):
+                    before = panel.snapshot()
+                    what = panel.change(control, how)
                 after, secs = panel.wait_change(before)
-                panel.screenshot(shot(f"{step}-{how}"))
-                problems += [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
+                clock.waited(panel, "plan")
+                with clock("checks"):
+                    found = [f"{name}, {p}" for p in change_problems(nb, what, before, after, secs, first, seen,
                                                                      shot(f"{step}-{how}"))]
+                shoot(panel, shot(f"{step}-{how}"), found, clock)
+                return found
+            # The plan's changes from the chapter's own setting, less those the regime walk will make the
+            # same way (a key press on a slider, a choice in a control of the same kind); a drag, always.
+            plan = list(enumerate(panel.plan(), 1))
+            later = covered_by_walk([c for _, c in plan], walk_ahead(panel, model)) if model is not None else []
+            for step, (control, how) in plan:
+                if (control, how) not in later:
+                    problems += planned(step, control, how)
             if model is not None:
-                found, _ = regime_problems(nb, panel, model, first, shot, seen)
+                with clock("regime walk (all)"):
+                    found, walked = regime_problems(nb, panel, model, first, shot, seen, clock)
                 problems += [f"{name}, {p}" for p in found]
+                # the walk went another way than foreseen (the plan's own changes moved its start): the
+                # changes it did not make for the plan are made now
+                for step, (control, how) in plan:
+                    if (control, how) in later and (control, how) not in covered_by_walk(later, walked):
+                        problems += planned(step, panel.control(control), how)
             if chapter in INTERRUPT_IN and panel.index == len(panels) - 1:
-                problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot)]
+                with clock("interrupt (all)"):
+                    problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot, clock)]
                 problems += [f"{name} after Interrupt: the notebook shows {e}" for e in new_errors(nb, seen)]
     finally:
-        lab.shut_down_kernels()
+        with clock("shut down kernels"):
+            lab.shut_down_kernels(wait=False)         # they end while the next chapter opens
+        report = clock.report(f"ch{stem} in the browser", time.monotonic() - t_start)
+        print("\n" + report)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / f"timings-ch{stem}.txt").write_text(report + "\n")
     assert not problems, f"{chapter} in JupyterLab {lab.versions()['jupyterlab']} (screenshots in {SHOTS}):\n" + \
         "\n".join(problems)
 
@@ -322,6 +461,43 @@ def test_waiting_for_a_change_ends_on_the_full_answer_even_when_it_lands_between
 
     after, _ = Page().wait_change(Snapshot("before", ["z"], []), timeout_s=10, settle_s=1.5)
     assert after.text == "the full answer"
+
+
+def test_waiting_ends_soon_after_the_status_says_done_but_not_on_a_status_left_from_before():
+    """The short quiet period needs this change's "took": a new figure under the status line of the change
+    before (the same words, never seen busy) or a change sent in several messages waits the full one."""
+    from browser_driver import Panel
+
+    class Page(Panel):                         # shows `shown` from the first read on
+        def __init__(self, shown):
+            self.shown = shown
+            self.nb = type("Nb", (), {"kernel_status": staticmethod(lambda: "Idle")})()
+
+        def snapshot(self):
+            return self.shown
+
+    took = "this change took 0.50 s in the kernel"
+    before = Snapshot("before", ["a"], [], took)
+    t0 = time.monotonic()
+    after, _ = Page(Snapshot("after", ["b"], [], "this change took 0.31 s in the kernel")).wait_change(before)
+    assert after.text == "after" and time.monotonic() - t0 < 1.2
+    for page, several in ((Page(Snapshot("after", ["b"], [], took)), False),
+                          (Page(Snapshot("after", ["b"], [], "this change took 0.31 s in the kernel")), True)):
+        t0 = time.monotonic()
+        page.wait_change(before, several=several)
+        assert time.monotonic() - t0 >= 1.5
+
+
+def test_plan_leaves_to_the_walk_the_changes_it_makes_the_same_way():
+    slider = {"kind": "slider", "label": "ranks"}
+    other = {"kind": "slider", "label": "bandwidth"}
+    menu = {"kind": "dropdown", "label": "method"}
+    toggle = {"kind": "toggle", "label": "mode"}
+    plan = [(slider, "key"), (other, "drag"), (menu, "choose")]
+    assert covered_by_walk(plan, []) == []
+    assert covered_by_walk(plan, [menu, menu]) == [(menu, "choose")]
+    assert covered_by_walk(plan, [other, toggle]) == [(slider, "key")]          # a drag is never left to it
+    assert covered_by_walk([(toggle, "choose")], [menu]) == []
 
 
 # The regime walk, on the panels' own definitions (no browser needed): it reaches what the issue asks
