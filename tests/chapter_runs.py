@@ -24,8 +24,7 @@ notebook kernel never imports torch). nbval executes them; this plugin records t
   collected) the chapter is executed here with ``build_site.execute`` and the same probe, and written there.
 * Scheduling: nbval's items, and the files whose tests use this run's chapters (the ``executed_chapter``
   fixture; USERS below), go in one xdist group, "chapters", notebooks first: with ``--dist loadgroup`` (make test)
-  one worker runs the notebooks, then their users. Every other file stays whole on one worker, as with
-  ``--dist loadfile`` (its module fixtures are built once), by the scheduler this plugin gives loadgroup.
+  one worker runs the notebooks, then their users (tests/scheduling.py spreads the rest).
 """
 from __future__ import annotations
 
@@ -315,7 +314,8 @@ def executed(path: Path) -> Path:
 USERS = ("tests/test_site.py", "tests/test_kernel_torch.py")
 
 
-def _in_group(nodeid: str) -> bool:
+def in_group(nodeid: str) -> bool:
+    """Whether a test id is in the chapters group: a notebook's cell, or a test in one of USERS."""
     file = nodeid.split("::", 1)[0]
     return file.endswith(".ipynb") or file in USERS
 
@@ -330,26 +330,7 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"{', '.join(unlisted)} use(s) executed_chapter: add to tests/chapter_runs.py's USERS")
     notebooks = [item for item in items if _is_notebook_cell(item)]
     for item in items:
-        if _is_notebook_cell(item) or _in_group(item.nodeid):
+        if _is_notebook_cell(item) or in_group(item.nodeid):
             item.add_marker(pytest.mark.xdist_group(GROUP))
     first = set(map(id, notebooks))
     items[:] = notebooks + [item for item in items if id(item) not in first]
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """--dist loadgroup: the chapters group stays on one worker, and every other test stays with its file (as
-    --dist loadfile: a file's module fixtures are built once). xdist 3.8 marks a group by appending "@group" to
-    the test id, which pytest 9 no longer lets it do (a Node's id is no longer its _nodeid): stock loadgroup
-    would then scatter every test, a notebook's cells over several kernels. So the group is also known here
-    from the id itself: a notebook's cell, or a test in one of USERS."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadGroupScheduling
-
-    class GroupsThenFiles(LoadGroupScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            if nodeid.rfind("@") > nodeid.rfind("]"):
-                return nodeid.split("@")[-1]
-            return GROUP if _in_group(nodeid) else nodeid.split("::", 1)[0]
-    return GroupsThenFiles(config, log)

@@ -16,15 +16,18 @@ signal.signal(signal.SIGHUP, signal.SIG_DFL)
 sys.path.insert(0, os.path.dirname(__file__))          # tests/solutions: reference answers
 
 import chapter_runs  # noqa: E402
+import scheduling  # noqa: E402
 import netlab  # noqa: E402
 from netlab.runtime import shared  # noqa: E402
 
 
 def pytest_configure(config):
     """tests/chapter_runs.py: nbval's execution of each chapter recorded, for the tests that need the chapter
-    executed (the site, the torch check); the chapters group scheduled first."""
+    executed (the site, the torch check); tests/scheduling.py: how make test spreads the suite over workers."""
     if not config.pluginmanager.is_registered(chapter_runs):
         config.pluginmanager.register(chapter_runs, "netlab_chapter_runs")
+    if not config.pluginmanager.is_registered(scheduling):
+        config.pluginmanager.register(scheduling, "netlab_scheduling")
 
 
 @pytest.fixture(scope="session")

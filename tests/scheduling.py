@@ -1,0 +1,85 @@
+"""How ``make test`` spreads the suite over its pytest-xdist workers (``--dist loadgroup``).
+
+A unit of work goes to one worker whole, and its tests run there in collection order:
+
+* the chapters group (tests/chapter_runs.py): every notebook's cells, then the tests that read this run's
+  executed chapters (one kernel per notebook; the site is rendered from those runs, so they come after);
+* one chapter of tests/test_browser.py (``SPLIT``): each drives its own chapter in JupyterLab, and a worker
+  starts its own JupyterLab and Chromium (about 10 CPU seconds), so the browser's nine chapters spread over
+  the workers instead of holding one for five minutes;
+* every other test file, whole, as ``--dist loadfile`` does: its module fixtures are built once.
+
+Units are handed out longest first (the longest-processing-time rule: a long unit that starts last decides
+when the run ends), by the seconds ``COST`` gives a unit, measured in a ``make test`` run on two idle cores
+(``--durations=0``); a unit not listed counts 0.2 s a test. The figures only order the units: a stale one
+makes the run a little longer, never wrong. xdist's own loadgroup orders by test count, and marks a group by
+appending "@group" to the test id, which pytest 9 no longer lets it do (a Node's id is no longer its
+_nodeid): the group is read from the id itself here (``chapter_runs.in_group``).
+"""
+from __future__ import annotations
+
+import pytest
+
+import chapter_runs
+
+SPLIT = ("tests/test_browser.py",)          # files whose tests are each a unit of their own
+
+# seconds per unit, make test on two idle cores (7 December 2026); the rest count 0.2 s a test
+COST = {
+    chapter_runs.GROUP: 300,
+}
+PER_TEST = 0.2
+
+
+def unit(nodeid: str) -> str:
+    """The unit of work a test id belongs to."""
+    if chapter_runs.in_group(nodeid):
+        return chapter_runs.GROUP
+    file = nodeid.split("::", 1)[0]
+    return nodeid if file in SPLIT else file
+
+
+def cost(name: str, tests: int) -> float:
+    return COST.get(name, PER_TEST * tests)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LongestFirst(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit(nodeid)
+
+        def schedule(self) -> None:
+            """xdist's LoadScopeScheduling.schedule (3.8), with the work queue ordered longest first."""
+            assert self.collection_is_completed
+            if self.collection is not None:                 # a node joined later: more work for everyone
+                for node in self.nodes:
+                    self._reschedule(node)
+                return
+            if not self._check_nodes_have_same_collection():
+                self.log("**Different tests collected, aborting run**")
+                return
+            self.collection = list(next(iter(self.registered_collections.values())))
+            if not self.collection:
+                return
+            units: dict[str, dict[str, bool]] = {}
+            for nodeid in self.collection:
+                units.setdefault(self._split_scope(nodeid), {})[nodeid] = False
+            for name in sorted(units, key=lambda name: -cost(name, len(units[name]))):   # stable: ties keep order
+                self.workqueue[name] = units[name]
+            for _ in range(len(self.nodes) - len(self.workqueue)):      # more workers than work
+                unused, _ = self.assigned_work.popitem()
+                unused.shutdown()
+            for node in self.nodes:
+                self._assign_work_unit(node)
+            for node in self.nodes:
+                self._reschedule(node)
+            if not self.workqueue:
+                for node in self.nodes:
+                    node.shutdown()
+
+    return LongestFirst(config, log)
