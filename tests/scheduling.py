@@ -11,7 +11,8 @@ A unit of work goes to one worker whole, and its tests run there in collection o
 
 Units are handed out longest first (the longest-processing-time rule: a long unit that starts last decides
 when the run ends), by the seconds ``COST`` gives a unit, measured in a ``make test`` run on two idle cores
-(``--durations=0``); a unit not listed counts 0.2 s a test. The figures only order the units: a stale one
+(``python tests/scheduling.py junit.xml`` prints the table from a run's ``--junitxml``); a unit not listed
+counts 0.2 s a test. The figures only order the units: a stale one
 makes the run a little longer, never wrong. xdist's own loadgroup orders by test count, and marks a group by
 appending "@group" to the test id, which pytest 9 no longer lets it do (a Node's id is no longer its
 _nodeid): the group is read from the id itself here (``chapter_runs.in_group``).
@@ -83,3 +84,26 @@ def pytest_xdist_make_scheduler(config, log):
                     node.shutdown()
 
     return LongestFirst(config, log)
+
+
+def costs_from_junit(path: str, least_s: float = 5.0) -> dict[str, float]:
+    """{unit: seconds} summed over a run's junit report (``pytest --junitxml``), the units of at least `least_s`."""
+    import xml.etree.ElementTree as ET
+    total: dict[str, float] = {}
+    for case in ET.parse(path).iter("testcase"):
+        classname = case.get("classname", "")            # "tests.test_x" ("tests.test_x.TestY"), "labs.01_x.ipynb"
+        if classname.endswith(".ipynb"):
+            file = classname.replace(".", "/", 1)
+        else:
+            file = "/".join(classname.split(".")[:2]) + ".py"
+        nodeid = f"{file}::{case.get('name')}"
+        total[unit(nodeid)] = total.get(unit(nodeid), 0.0) + float(case.get("time", 0))
+    return {name: s for name, s in sorted(total.items(), key=lambda kv: -kv[1]) if s >= least_s}
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/scheduling.py JUNIT_XML   (from pytest --junitxml; prints COST)")
+    for name, seconds in costs_from_junit(sys.argv[1]).items():
+        print(f"    {name!r}: {seconds:.0f},")
