@@ -65,12 +65,12 @@ class JupyterLab:
     def __init__(self, labs: Path = ROOT / "labs", env: dict | None = None, startup_s: float = 120):
         self.labs, self.extra_env, self.startup_s = Path(labs), dict(env or {}), startup_s
         self.port, self.token = free_port(), base64.b32encode(os.urandom(15)).decode().lower()
-        self.tmp = self.proc = None
+        self.tmp = self.proc = self.root = None          # root: the copy of labs/ the server shows
         self.closing = []                                 # threads shutting kernels down (shut_down_kernels)
 
     def __enter__(self) -> "JupyterLab":
         self.tmp = Path(tempfile.mkdtemp(prefix="netlab-lab-"))
-        root = self.tmp / "labs"
+        root = self.root = self.tmp / "labs"
         shutil.copytree(self.labs, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.trace.json"))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_", "IPYTHON"))}
         env.update(HOME=str(self.tmp / "home"), JUPYTER_CONFIG_DIR=str(self.tmp / "config"),

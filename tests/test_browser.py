@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 
 from browser_driver import ROOT, Browser, JupyterLab, Notebook, Snapshot, unavailable
+from panel_cells import write_widget_copy
 from browser_regimes import controls_of, from_page, greyed, index_of, panel_class, regimes, shadow, walk
 
 pytestmark = pytest.mark.slow             # a third of the whole suite: JupyterLab and Chromium per chapter
@@ -322,8 +323,11 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot, clock: Clock 
 @pytest.mark.timeout(900)                              # a chapter took 4-6 min at load 20-40 on 2 cores
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_panels_work_in_jupyterlab(lab, browser, chapter):
-    nb = Notebook(browser.page, lab, chapter)
     stem = chapter.split("_")[0]
+    # the chapter's copy holding the cells its widgets need (tests/panel_cells.py), beside it in the lab
+    copy = chapter.replace(".ipynb", ".widgets.ipynb")
+    cells = write_widget_copy(lab.root / chapter, lab.root / copy)
+    nb = Notebook(browser.page, lab, copy)
     problems, seen, clock, t_start = [], set(), Clock(), time.monotonic()
     for phase, secs in STARTUP.items():
         clock.add(phase, secs)
@@ -333,7 +337,8 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
             nb.open()
         with clock("Run All"):
             ran_s = nb.run_all()
-        problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
+        problems += [f"after Run All ({ran_s:.0f} s) of its cells {cells.summary()}: {e}"
+                     for e in new_errors(nb, seen)]
         panels = nb.panels()
         source = (ROOT / "labs" / chapter).read_text()
         cls = panel_class(source, stem)
@@ -389,7 +394,8 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
     finally:
         with clock("shut down kernels"):
             lab.shut_down_kernels(wait=False)         # they end while the next chapter opens
-        report = clock.report(f"ch{stem} in the browser", time.monotonic() - t_start)
+        report = clock.report(f"ch{stem} in the browser", time.monotonic() - t_start) + \
+            f"\n  cells run: {cells.summary()}"
         print("\n" + report)
         SHOTS.mkdir(parents=True, exist_ok=True)
         (SHOTS / f"timings-ch{stem}.txt").write_text(report + "\n")
