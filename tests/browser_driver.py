@@ -224,6 +224,17 @@ _AWAIT_CHANGE = """(p, [seen, ms]) => new Promise(resolve => {
 KERNEL_STATES = ("Idle", "Busy", "Starting", "Connecting", "Restarting", "Unknown", "Dead", "Initializing")
 
 
+# The kernel has shown `state` in the status bar for `steady` ms (kernel_state's reading, in the page).
+_KERNEL_STEADY = """([state, steady, states]) => {
+  const bar = document.querySelector('.jp-StatusBar-Widget');
+  const now = (bar ? bar.innerText : '').replace(/\\n/g, '|').split('|').map(s => s.trim())
+    .find(s => states.includes(s)) || 'Unknown';
+  if (now !== state) { window.__netlabSince = undefined; return false; }
+  if (window.__netlabSince === undefined) window.__netlabSince = performance.now();
+  return performance.now() - window.__netlabSince >= steady;
+}"""
+
+
 def kernel_state(status_bar: str) -> str:
     """The kernel's state in the status bar's text ('Idle', 'Busy', ...; 'Unknown' if it shows none)."""
     for part in status_bar.replace("\n", "|").split("|"):
@@ -360,12 +371,40 @@ class Notebook:
         self.page, self.lab, self.name = page, lab, name
 
     def open(self, timeout_s: float = 120):
-        self.page.goto(self.lab.url(f"lab/tree/{self.name}?reset"), timeout=timeout_s * 1000)
+        """Open the notebook: in the JupyterLab this page shows already, as a person opens another one
+        (the open notebook saved and closed, File > Open from Path...; about 1 s of the browser's CPU),
+        else by loading JupyterLab on it (`?reset`: the default layout; 4-5 s of CPU, most of it
+        JupyterLab's start in the page). Either way the kernel is then awaited idle."""
+        if not (self._in_lab() and self._open_in_app(timeout_s)):
+            self.page.goto(self.lab.url(f"lab/tree/{self.name}?reset"), timeout=timeout_s * 1000)
         self.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=timeout_s * 1000)
         self.wait_kernel("Idle", timeout_s)
         news = self.page.locator(".Toastify__toast button", has_text=re.compile(r"^\s*No\s*$"))  # Jupyter news?
         if news.count():
             news.first.click()
+
+    def _in_lab(self) -> bool:
+        return self.page.url.startswith(f"http://127.0.0.1:{self.lab.port}/lab") and \
+            self.page.locator(".jp-LabShell").count() > 0 and self.page.locator(".jp-Dialog").count() == 0
+
+    def _open_in_app(self, timeout_s: float) -> bool:
+        """Save and close what is open, then File > Open from Path...; False (and the page as it is)
+        where a step of it does not come about, for the caller to load the page instead."""
+        from playwright.sync_api import Error as PlaywrightError
+        ms = min(timeout_s, 30) * 1000
+        try:
+            if self.page.locator(".jp-NotebookPanel").count():
+                self.menu("File", "Save Notebook")           # closing a changed notebook asks first
+                self.page.locator(".lm-TabBar-tab.jp-mod-dirty").first.wait_for(state="detached", timeout=ms)
+            self.menu("File", "Close All Tabs")
+            self.page.locator(".jp-NotebookPanel").first.wait_for(state="detached", timeout=ms)
+            self.menu("File", "Open from Path")
+            self.page.locator(".jp-Dialog input").fill(self.name, timeout=ms)
+            self.page.keyboard.press("Enter")
+            self.page.locator(".jp-NotebookPanel").first.wait_for(timeout=ms)
+            return True
+        except PlaywrightError:                               # (its TimeoutError too)
+            return False
 
     def menu(self, menu: str, item: str):
         """Click a menu bar entry, then one of its items, as a person does."""
@@ -377,18 +416,18 @@ class Notebook:
         return kernel_state(self.page.locator(".jp-StatusBar-Widget").first.inner_text())
 
     def wait_kernel(self, state: str = "Idle", timeout_s: float = 300, steady_s: float = 1.0) -> float:
-        """Wait until the kernel has been `state` for `steady_s` seconds; return the seconds waited."""
+        """Wait until the kernel has been `state` for `steady_s` seconds; return the seconds waited. The
+        status bar is read in the page every 0.1 s (a read from here is a round trip through Playwright's
+        driver: several processes' CPU for each)."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
         t0 = time.monotonic()
-        since = None
-        while time.monotonic() - t0 < timeout_s:
-            if self.kernel_status() == state:
-                since = since or time.monotonic()
-                if time.monotonic() - since >= steady_s:
-                    return time.monotonic() - t0
-            else:
-                since = None
-            time.sleep(0.1)
-        raise TimeoutError(f"{self.name}: kernel not {state} after {timeout_s:.0f} s")
+        self.page.evaluate("() => { window.__netlabSince = undefined; }")
+        try:
+            self.page.wait_for_function(_KERNEL_STEADY, arg=[state, steady_s * 1000, list(KERNEL_STATES)],
+                                        polling=100, timeout=timeout_s * 1000)
+        except PlaywrightTimeout:
+            raise TimeoutError(f"{self.name}: kernel not {state} after {timeout_s:.0f} s") from None
+        return time.monotonic() - t0
 
     def run_all(self, timeout_s: float = 300) -> float:
         """Run > Run All Cells; wait until no cell is queued or running and the kernel is idle."""
