@@ -4,10 +4,9 @@
 settings (user settings, workspaces and config are hidden behind temporary folders), and `Browser`
 opens it in the system's Chromium through Playwright (the Python package; it never downloads a
 browser). `Notebook` opens a notebook (in the JupyterLab the page shows, or by loading it) and runs
-all its cells from the Run menu; `Panel` finds a widget
-panel (a widget box that holds controls and an output area), changes its controls with the keyboard,
-the mouse and the selectors a person uses, and reads back what the panel shows: its text and the PNG
-figures it displays, decoded from the page.
+all its cells from the Run menu; `Panel` finds a widget panel (a widget box that holds controls and an
+output area), changes its controls with the keyboard, the mouse and the selectors a person uses, and
+reads back what the panel shows: its text and the PNG figures it displays, decoded from the page.
 
 The DOM selectors are JupyterLab 4's and ipywidgets 8's (`.jp-OutputArea-output`, `.widget-output`,
 `.widget-slider`, `.noUi-handle`, ...); panels are found by their shape, not by a class of their own.
