@@ -448,7 +448,7 @@ class Notebook:
             raise TimeoutError(f"{self.name}: Run All did not finish in {timeout_s:.0f} s")
         # every cell has its number, and with it its outputs (a panel's first figure is drawn in its cell):
         # a second of Idle is for messages still on their way
-        self.wait_kernel("Idle", timeout_s - (time.monotonic() - t0), steady_s=1.0)
+        self.wait_kernel("Idle", max(30.0, timeout_s - (time.monotonic() - t0)), steady_s=1.0)
         return time.monotonic() - t0
 
     def errors(self) -> list[str]:
