@@ -97,7 +97,7 @@ class _Reader(ast.NodeVisitor):
         self.cell, self.depth, self.top = cell, 0, True
 
     def visit_Module(self, node):
-        for stmt in node.body:                      # an import at the top level, or within a block there
+        for stmt in node.body:                      # an import in a block here (if, try, with): unreadable
             self.top = isinstance(stmt, (ast.Import, ast.ImportFrom))
             self.visit(stmt)
 
