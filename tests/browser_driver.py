@@ -3,10 +3,10 @@
 `JupyterLab` starts a server on 127.0.0.1 over a temporary copy of labs/ with JupyterLab's default
 settings (user settings, workspaces and config are hidden behind temporary folders), and `Browser`
 opens it in the system's Chromium through Playwright (the Python package; it never downloads a
-browser). `Notebook` opens a chapter and runs all its cells from the Run menu; `Panel` finds a widget
-panel (a widget box that holds controls and an output area), changes its controls with the keyboard,
-the mouse and the selectors a person uses, and reads back what the panel shows: its text and the PNG
-figures it displays, decoded from the page.
+browser). `Notebook` opens a notebook (in the JupyterLab the page shows, or by loading it) and runs
+all its cells from the Run menu; `Panel` finds a widget panel (a widget box that holds controls and an
+output area), changes its controls with the keyboard, the mouse and the selectors a person uses, and
+reads back what the panel shows: its text and the PNG figures it displays, decoded from the page.
 
 The DOM selectors are JupyterLab 4's and ipywidgets 8's (`.jp-OutputArea-output`, `.widget-output`,
 `.widget-slider`, `.noUi-handle`, ...); panels are found by their shape, not by a class of their own.
@@ -65,12 +65,12 @@ class JupyterLab:
     def __init__(self, labs: Path = ROOT / "labs", env: dict | None = None, startup_s: float = 120):
         self.labs, self.extra_env, self.startup_s = Path(labs), dict(env or {}), startup_s
         self.port, self.token = free_port(), base64.b32encode(os.urandom(15)).decode().lower()
-        self.tmp = self.proc = None
+        self.tmp = self.proc = self.root = None          # root: the copy of labs/ the server shows
         self.closing = []                                 # threads shutting kernels down (shut_down_kernels)
 
     def __enter__(self) -> "JupyterLab":
         self.tmp = Path(tempfile.mkdtemp(prefix="netlab-lab-"))
-        root = self.tmp / "labs"
+        root = self.root = self.tmp / "labs"
         shutil.copytree(self.labs, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.trace.json"))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_", "IPYTHON"))}
         env.update(HOME=str(self.tmp / "home"), JUPYTER_CONFIG_DIR=str(self.tmp / "config"),
@@ -224,6 +224,17 @@ _AWAIT_CHANGE = """(p, [seen, ms]) => new Promise(resolve => {
 KERNEL_STATES = ("Idle", "Busy", "Starting", "Connecting", "Restarting", "Unknown", "Dead", "Initializing")
 
 
+# The kernel has shown `state` in the status bar for `steady` ms (kernel_state's reading, in the page).
+_KERNEL_STEADY = """([state, steady, states]) => {
+  const bar = document.querySelector('.jp-StatusBar-Widget');
+  const now = (bar ? bar.innerText : '').replace(/\\n/g, '|').split('|').map(s => s.trim())
+    .find(s => states.includes(s)) || 'Unknown';
+  if (now !== state) { window.__netlabSince = undefined; return false; }
+  if (window.__netlabSince === undefined) window.__netlabSince = performance.now();
+  return performance.now() - window.__netlabSince >= steady;
+}"""
+
+
 def kernel_state(status_bar: str) -> str:
     """The kernel's state in the status bar's text ('Idle', 'Busy', ...; 'Unknown' if it shows none)."""
     for part in status_bar.replace("\n", "|").split("|"):
@@ -360,12 +371,40 @@ class Notebook:
         self.page, self.lab, self.name = page, lab, name
 
     def open(self, timeout_s: float = 120):
-        self.page.goto(self.lab.url(f"lab/tree/{self.name}?reset"), timeout=timeout_s * 1000)
+        """Open the notebook: in the JupyterLab this page shows already, as a person opens another one
+        (the open notebook saved and closed, File > Open from Path...; about 1 s of the browser's CPU),
+        else by loading JupyterLab on it (`?reset`: the default layout; 4-5 s of CPU, most of it
+        JupyterLab's start in the page). Either way the kernel is then awaited idle."""
+        if not (self._in_lab() and self._open_in_app(timeout_s)):
+            self.page.goto(self.lab.url(f"lab/tree/{self.name}?reset"), timeout=timeout_s * 1000)
         self.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=timeout_s * 1000)
         self.wait_kernel("Idle", timeout_s)
         news = self.page.locator(".Toastify__toast button", has_text=re.compile(r"^\s*No\s*$"))  # Jupyter news?
         if news.count():
             news.first.click()
+
+    def _in_lab(self) -> bool:
+        return self.page.url.startswith(f"http://127.0.0.1:{self.lab.port}/lab") and \
+            self.page.locator(".jp-LabShell").count() > 0 and self.page.locator(".jp-Dialog").count() == 0
+
+    def _open_in_app(self, timeout_s: float) -> bool:
+        """Save and close what is open, then File > Open from Path...; False (and the page as it is)
+        where a step of it does not come about, for the caller to load the page instead."""
+        from playwright.sync_api import Error as PlaywrightError
+        ms = min(timeout_s, 30) * 1000
+        try:
+            if self.page.locator(".jp-NotebookPanel").count():
+                self.menu("File", "Save Notebook")           # closing a changed notebook asks first
+                self.page.locator(".lm-TabBar-tab.jp-mod-dirty").first.wait_for(state="detached", timeout=ms)
+            self.menu("File", "Close All Tabs")
+            self.page.locator(".jp-NotebookPanel").first.wait_for(state="detached", timeout=ms)
+            self.menu("File", "Open from Path")
+            self.page.locator(".jp-Dialog input").fill(self.name, timeout=ms)
+            self.page.keyboard.press("Enter")
+            self.page.locator(".jp-NotebookPanel").first.wait_for(timeout=ms)
+            return True
+        except PlaywrightError:                               # (its TimeoutError too)
+            return False
 
     def menu(self, menu: str, item: str):
         """Click a menu bar entry, then one of its items, as a person does."""
@@ -377,18 +416,18 @@ class Notebook:
         return kernel_state(self.page.locator(".jp-StatusBar-Widget").first.inner_text())
 
     def wait_kernel(self, state: str = "Idle", timeout_s: float = 300, steady_s: float = 1.0) -> float:
-        """Wait until the kernel has been `state` for `steady_s` seconds; return the seconds waited."""
+        """Wait until the kernel has been `state` for `steady_s` seconds; return the seconds waited. The
+        status bar is read in the page every 0.1 s (a read from here is a round trip through Playwright's
+        driver: several processes' CPU for each)."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
         t0 = time.monotonic()
-        since = None
-        while time.monotonic() - t0 < timeout_s:
-            if self.kernel_status() == state:
-                since = since or time.monotonic()
-                if time.monotonic() - since >= steady_s:
-                    return time.monotonic() - t0
-            else:
-                since = None
-            time.sleep(0.1)
-        raise TimeoutError(f"{self.name}: kernel not {state} after {timeout_s:.0f} s")
+        self.page.evaluate("() => { window.__netlabSince = undefined; }")
+        try:
+            self.page.wait_for_function(_KERNEL_STEADY, arg=[state, steady_s * 1000, list(KERNEL_STATES)],
+                                        polling=100, timeout=timeout_s * 1000)
+        except PlaywrightTimeout:
+            raise TimeoutError(f"{self.name}: kernel not {state} after {timeout_s:.0f} s") from None
+        return time.monotonic() - t0
 
     def run_all(self, timeout_s: float = 300) -> float:
         """Run > Run All Cells; wait until no cell is queued or running and the kernel is idle."""
@@ -409,7 +448,7 @@ class Notebook:
             raise TimeoutError(f"{self.name}: Run All did not finish in {timeout_s:.0f} s")
         # every cell has its number, and with it its outputs (a panel's first figure is drawn in its cell):
         # a second of Idle is for messages still on their way
-        self.wait_kernel("Idle", timeout_s - (time.monotonic() - t0), steady_s=1.0)
+        self.wait_kernel("Idle", max(30.0, timeout_s - (time.monotonic() - t0)), steady_s=1.0)
         return time.monotonic() - t0
 
     def errors(self) -> list[str]:

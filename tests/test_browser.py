@@ -3,7 +3,7 @@
 nbval runs a chapter's cells in a kernel; a student runs them in JupyterLab, where a widget callback
 may run on another kernel thread ("Kernel Comms over subshells", on by default in JupyterLab 4.6) and
 Kernel > Interrupt is one click away. This test does what a student does: opens each chapter, runs
-all cells, then on every panel presses an arrow key on a slider, drags another slider, and picks an
+its cells, then on every panel presses an arrow key on a slider, drags another slider, and picks an
 option in a menu or toggle, and after each change checks what the panel shows:
 - the text or the figure changed;
 - no output in the notebook shows an error, a traceback or a widget that failed to display;
@@ -21,6 +21,16 @@ exactly the controls greyed() names at the setting the page shows (so each is se
 again when it applies). The arrow key and the option of the first part are left to the walk where it
 moves a slider with arrow keys or picks an option in a control of the same kind (the same message, the
 same run on the kernel's main thread, the same figure replaced); the drag is always made.
+Which cells: nbval executes every cell of every chapter, top to bottom (make test runs it), so an error
+in a cell is found there. This test runs the cells the chapter's widgets depend on, found by reading
+the cells (tests/panel_cells.py: every cell that shows a panel or a question, every earlier cell that
+defines or changes a name those use, transitively, every cell with a magic or anything else the
+reading cannot follow, and every cell's imports), in a copy of the chapter beside it with all its
+text: Run All of the whole chapter in the browser repeated nbval's work (176 of 403 s, chapter 4's
+trainings and sweeps 48 s), and no panel reads what the rest computes. The panels then start from the
+set-up cell, as for a student who goes straight to them. The cells run are listed in the timings.
+After a worker's first chapter, the next one is opened in the JupyterLab the page shows (the chapter
+before saved and closed, File > Open from Path...), not by loading JupyterLab again.
 A change is over when the panel's status line says "this change took ..." (written after its last
 figure) and nothing has changed for 0.3 s; for 1.5 s where the status does not tell, or where a slider
 was moved by several key presses (ipywidgets sends the later values after the kernel answered the first).
@@ -43,6 +53,7 @@ from pathlib import Path
 import pytest
 
 from browser_driver import ROOT, Browser, JupyterLab, Notebook, Snapshot, unavailable
+from panel_cells import write_widget_copy
 from browser_regimes import controls_of, from_page, greyed, index_of, panel_class, regimes, shadow, walk
 
 pytestmark = pytest.mark.slow             # a third of the whole suite: JupyterLab and Chromium per chapter
@@ -322,8 +333,11 @@ def interrupt_problems(nb: Notebook, panel, first: Snapshot, shot, clock: Clock 
 @pytest.mark.timeout(900)                              # a chapter took 4-6 min at load 20-40 on 2 cores
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_panels_work_in_jupyterlab(lab, browser, chapter):
-    nb = Notebook(browser.page, lab, chapter)
     stem = chapter.split("_")[0]
+    # the chapter's copy holding the cells its widgets need (tests/panel_cells.py), beside it in the lab
+    copy = chapter.replace(".ipynb", ".widgets.ipynb")
+    cells = write_widget_copy(lab.root / chapter, lab.root / copy)
+    nb = Notebook(browser.page, lab, copy)
     problems, seen, clock, t_start = [], set(), Clock(), time.monotonic()
     for phase, secs in STARTUP.items():
         clock.add(phase, secs)
@@ -333,12 +347,13 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
             nb.open()
         with clock("Run All"):
             ran_s = nb.run_all()
-        problems += [f"after Run All ({ran_s:.0f} s): {e}" for e in new_errors(nb, seen)]
+        problems += [f"after Run All ({ran_s:.0f} s) of its cells {cells.summary()}: {e}"
+                     for e in new_errors(nb, seen)]
         panels = nb.panels()
         source = (ROOT / "labs" / chapter).read_text()
         cls = panel_class(source, stem)
         model = shadow(cls) if cls is not None and len(panels) == 1 else None   # its controls and greyed()
-        if "Panel(" in source or "widgets." in source:      # a chapter without panels is checked by Run All only
+        if "Panel(" in source or "widgets." in source:      # a chapter without panels: its cells run, nothing more
             assert panels, f"{chapter}: no widget panel found after Run All"
         for panel in panels:
             name = f"ch{stem} panel {panel.index}"
@@ -389,7 +404,8 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
     finally:
         with clock("shut down kernels"):
             lab.shut_down_kernels(wait=False)         # they end while the next chapter opens
-        report = clock.report(f"ch{stem} in the browser", time.monotonic() - t_start)
+        report = clock.report(f"ch{stem} in the browser", time.monotonic() - t_start) + \
+            f"\n  cells run: {cells.summary()}"
         print("\n" + report)
         SHOTS.mkdir(parents=True, exist_ok=True)
         (SHOTS / f"timings-ch{stem}.txt").write_text(report + "\n")
@@ -561,3 +577,35 @@ def test_page_controls_are_matched_to_the_panels_by_label_and_options():
     page.append({"kind": "dropdown", "label": "colour", "disabled": False, "options": ["red"], "now": 0})
     problems = from_page(controls, page)[2]
     assert any("offers" in p for p in problems) and any("'colour' the panel does not define" in p for p in problems)
+
+
+# Which cells the browser runs (tests/panel_cells.py), read from the cells (no browser needed).
+def test_widget_cells_are_the_widgets_and_what_they_use_transitively():
+    from panel_cells import choose
+    cells = ["import os\nfrom netlab.ui.ch1 import StepPanel\nfrom netlab.ui.ch5 import describe\nimport numpy as np",
+             "width = 512\nsizes = [1, 2]",                    # 1: width, used by the panel
+             "sizes.append(3)\nunused = np.zeros(3)",           # 2: changes sizes in place
+             "r = heavy(width)\nprint(describe(r))",            # 3: reads width, defines r: nobody uses r
+             "import json\nfrom netlab import sim\nrows = sim.sweep()",        # 4: its imports only
+             "%time x = 1",                                     # 5: a magic: whole
+             "from somewhere import *",                         # 6: a star import: whole
+             "n = len(sizes)",                                  # 7: used by the panel through n
+             "panel = StepPanel(width=width, ranks=n)\npanel",   # 8: shows a panel
+             "panel.controls['ranks'].value = 2",                # 9: uses panel: a widget cell too
+             "exec(code)"]                                      # 10: cannot be read: whole
+    choice = choose(cells)
+    assert choice.run == ["whole", "whole", "whole", "none", "imports", "whole", "whole", "whole", "whole",
+                          "whole", "whole"], list(zip(choice.run, choice.why))
+
+
+def test_widget_cells_of_chapter_4_leave_out_its_trainings():
+    import json
+
+    from panel_cells import widget_copy
+    notebook = json.loads((ROOT / "labs" / "04_gradient_compression.ipynb").read_text())
+    copy, choice = widget_copy(notebook)
+    code = ["".join(c["source"]) for c in copy["cells"] if c["cell_type"] == "code"]
+    assert any("CompressPanel(" in c for c in code) and any("questions.ch4(" in c for c in code)
+    assert not any("run_training(" in c for c in code)
+    assert [c["cell_type"] for c in copy["cells"]].count("markdown") == \
+        [c["cell_type"] for c in notebook["cells"]].count("markdown")
