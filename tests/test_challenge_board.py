@@ -163,7 +163,7 @@ JUDGE_IN_A_CGROUP = textwrap.dedent("""
     if cgroup:
         with open(os.path.join(sys.argv[1], "memory.max_usage_in_bytes"), "w") as f:
             f.write("0")                                      # the peak from here on
-    verdict = judge.judge(t, entry)
+    verdict = judge.judge(t, entry, own_forkserver=True)          # as in its sandbox (challenge/_child.py)
     print(json.dumps({"result": verdict, "peak": read("memory.max_usage_in_bytes") - before if cgroup else None,
                       "ranks": t.ranks, "per_rank": judge.rank_bytes(t)}))
 """)

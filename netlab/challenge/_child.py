@@ -31,7 +31,7 @@ def main(spec_path: str, result_path: str) -> int:
         if not callable(fn):
             out = {"verdict": "no entry", "message": f"the file defines no function {task.function}(comm, x)"}
         else:
-            out = judge(task, fn, spec.get("seed"))
+            out = judge(task, fn, spec.get("seed"), own_forkserver=True)
     except SystemExit as exc:
         out = {"verdict": "error", "message": f"the entry called exit ({exc.code!r})"}
     except BaseException as exc:  # noqa: BLE001 -- everything an entry does wrong is a row, not a crash

@@ -1,0 +1,15 @@
+"""Imported once by a judging sandbox's fork server (``judge.start_forkserver``), so that every judging
+rank starts as a fork with all of this already done: torch, gloo, comm, the lab's blocks an entry may
+use, and the fabric's client (which the default preload leaves for each rank to import).
+
+Not the default preload (``runtime/preload.py``): its FLOP counter (sympy, about 800 modules) and the
+digits data set serve chapters, never a judged entry, and a sandbox is a process of its own that
+starts its fork server for one entry: those cost about 1.5 CPU seconds per entry for nothing.
+"""
+import torch  # noqa: F401
+import torch.distributed  # noqa: F401
+
+from .. import collectives  # noqa: F401
+from ..cosim import live  # noqa: F401
+from ..runtime import comm, rank_loop  # noqa: F401
+from . import judge  # noqa: F401
