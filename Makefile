@@ -19,7 +19,8 @@ TORCH  ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.netlab-installed
 SITE_STAMP := $(VENV)/.netlab-site-installed
-WORKERS ?= 2
+WORKERS ?= 3
+QUICK_WORKERS := $(if $(filter command line environment,$(origin WORKERS)),$(WORKERS),2)
 EXACT  := $(if $(filter file,$(origin TORCH)),,--exact)
 
 .PHONY: install lab test quick bench site fonts clean
@@ -54,16 +55,20 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: install
 	OMP_NUM_THREADS=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=labs $(ROOT_FLAG)
 
-# Two pytest workers (--dist loadgroup). Each chapter executes once: one worker runs the notebooks (nbval), then
+# Three pytest workers on two cores (--dist loadgroup, tests/scheduling.py): a third of the suite's wall time is
+# waiting (real links, the browser, rank timeouts), which a third worker fills: 805 s of pytest, Binder built cold, where two workers
+# took 1,033 s on the same suite but for the testbed's priority (7 December, fresh clones). Each chapter executes once: one worker runs the notebooks (nbval), then
 # the tests that use them (the site, the torch check: group "chapters", tests/chapter_runs.py, which records
-# nbval's execution for them); every other file stays whole on one worker, as with --dist loadfile (a file's
-# module fixtures, JupyterLab's say, are built once). The real-kernel, browser and Binder tests'
-# bounds were derived on a loaded machine (load 10-30), which is what the other worker makes.
+# nbval's execution for them); each browser chapter is a unit of its own; every other file stays whole on one
+# worker, as with --dist loadfile (a file's module fixtures, JupyterLab's say, are built once); the longest
+# units start first. The real-kernel, browser and Binder tests' bounds were derived on a loaded machine
+# (load 10-30), which is what the other workers make; the real kernel's testbed raises its own priority.
+# make quick computes without waiting: two workers, unless WORKERS is given.
 test: install $(SITE_STAMP) fonts
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests labs --nbval-lax --nbval-current-env -q -rs --durations=25
 
 quick: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(QUICK_WORKERS) --dist worksteal -m "not slow" tests labs --nbval-lax --nbval-current-env -q -rs
 
 bench: install
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/speed.py
