@@ -37,7 +37,7 @@ def observed(run) -> dict:
 
 
 def cells() -> dict:
-    from netlab.fabric import ECN, PFC, Congestion, Incast, Victim, incast, jitter, long_flows, victim
+    from netlab.fabric import ECN, PFC, Congestion, Incast, incast, jitter, long_flows, victim
     from netlab.fabric.experiments import headroom
     from netlab.ui.ch6 import run_setting
     out = {}

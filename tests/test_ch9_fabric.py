@@ -9,7 +9,6 @@ round trips); and RFC 5681 (three duplicate ACKs start a retransmission, so reor
 Reno resend packets that were never lost).
 """
 from dataclasses import replace
-import math
 
 import numpy as np
 import pytest

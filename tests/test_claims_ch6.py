@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from claims import claim
-from netlab.fabric import ECN, PFC, Congestion, Incast, Victim, incast, jitter, long_flows, rates, theory, victim
+from netlab.fabric import ECN, PFC, Congestion, Incast, incast, jitter, long_flows, rates, theory, victim
 from netlab.fabric.fluid import dcqcn_fluid, fixed_point
 from netlab.fabric.experiments import headroom
 from netlab.fabric.switch import MTU, pfc_headroom

@@ -7,7 +7,6 @@ folder, and the requests in it, are theirs alone: not this suite's, not another 
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile

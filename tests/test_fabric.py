@@ -7,7 +7,7 @@ bounds goodput), DCTCP's sawtooth (SIGCOMM'10 section 3.3), DCQCN-validation's P
 import numpy as np
 import pytest
 
-from netlab.fabric import ECN, PFC, Congestion, Incast, Victim, incast, long_flows, rates, victim
+from netlab.fabric import ECN, PFC, Congestion, Incast, incast, long_flows, rates, victim
 from netlab.fabric import theory
 from netlab.fabric.experiments import headroom
 

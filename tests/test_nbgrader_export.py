@@ -1,7 +1,6 @@
 """The nbgrader export: source notebooks with answers in solution markers; nbgrader makes a clean release."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
