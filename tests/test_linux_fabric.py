@@ -164,14 +164,15 @@ def test_testbed_is_private_and_torn_down_on_success_and_failure():
 
 @needs_linux
 def test_an_open_testbed_runs_its_thread_and_children_at_a_raised_priority_and_restores_it():
-    """While open, the opening thread and a process it starts run at nice -10 (the kernel's own view: /proc's
-    stat of the child); closed, or left by an exception, the thread is back at its nice value."""
+    """While open, the opening thread and a process it starts run at nice -10 or above it (the kernel's own view:
+    /proc's stat of the child; a suite started at a higher priority keeps it); closed, or left by an exception,
+    the thread is back at its nice value."""
     tid = __import__("threading").get_native_id()
     before = os.getpriority(os.PRIO_PROCESS, tid)
     with netns.Testbed(1, 12.5e6, 32768):
-        assert os.getpriority(os.PRIO_PROCESS, tid) == -10
+        assert os.getpriority(os.PRIO_PROCESS, tid) == min(before, -10)
         child = subprocess.run(["sh", "-c", "cut -d' ' -f19 /proc/self/stat"], capture_output=True, text=True)
-        assert child.stdout.strip() == "-10"
+        assert int(child.stdout) == min(before, -10)
     assert os.getpriority(os.PRIO_PROCESS, tid) == before
     with pytest.raises(ZeroDivisionError):
         with netns.Testbed(1, 12.5e6, 32768):
