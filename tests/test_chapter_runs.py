@@ -95,9 +95,14 @@ def test_the_recorded_notebook_is_the_one_nbclient_makes(tmp_path):
     assert recorded.metadata["netlab_run"]["executed_by"] == "nbval"
     assert recorded.metadata["netlab_run"]["torch_modules"] == []
 
+    from jupyter_client import KernelManager
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=False, store_widget_state=True,
+    # The kernel on Unix sockets in this test's folder: over TCP, jupyter_client picks its five ports by binding
+    # and releasing them, and a kernel another worker starts meanwhile can take the same ones: the likeliest
+    # reason this client once waited 300 s for a reply that never came, its kernel alive (make test, 3 workers).
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(tmp_path / "kernel-ipc"))
+    NotebookClient(nb, km=km, timeout=120, kernel_name="python3", allow_errors=False, store_widget_state=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     state = nb.metadata["widgets"][WIDGET_STATE]["state"]
     assert any(m.get("buffers") for m in state.values()), "the Image widget's value was not saved as a buffer"
