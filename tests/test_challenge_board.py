@@ -151,6 +151,7 @@ def test_judging_what_the_memory_free_cannot_hold_is_a_row_that_says_so(monkeypa
 JUDGE_IN_A_CGROUP = textwrap.dedent("""
     import json, os, sys, time
     from netlab.challenge import baselines, board, judge, task
+    from netlab.runtime import pool
 
     def read(name):
         return int(open(os.path.join(sys.argv[1], name)).read())
@@ -163,7 +164,8 @@ JUDGE_IN_A_CGROUP = textwrap.dedent("""
     if cgroup:
         with open(os.path.join(sys.argv[1], "memory.max_usage_in_bytes"), "w") as f:
             f.write("0")                                      # the peak from here on
-    verdict = judge.judge(t, entry, own_forkserver=True)          # as in its sandbox (challenge/_child.py)
+    pool.use_preload("netlab.challenge._preload")                 # as in its sandbox (challenge/_child.py)
+    verdict = judge.judge(t, entry)
     print(json.dumps({"result": verdict, "peak": read("memory.max_usage_in_bytes") - before if cgroup else None,
                       "ranks": t.ranks, "per_rank": judge.rank_bytes(t)}))
 """)

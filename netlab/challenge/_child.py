@@ -18,6 +18,8 @@ def main(spec_path: str, result_path: str) -> int:
     import cloudpickle
 
     from netlab.challenge.judge import judge
+    from netlab.runtime import pool
+    pool.use_preload("netlab.challenge._preload")       # its ranks need torch and the lab's blocks, not the chapters'
     from netlab.challenge.tasks import Task
     task = Task.from_dict(spec["task"])
     open(result_path + ".ready", "w").close()             # imports done: the entry's time starts now
@@ -31,7 +33,7 @@ def main(spec_path: str, result_path: str) -> int:
         if not callable(fn):
             out = {"verdict": "no entry", "message": f"the file defines no function {task.function}(comm, x)"}
         else:
-            out = judge(task, fn, spec.get("seed"), own_forkserver=True)
+            out = judge(task, fn, spec.get("seed"))
     except SystemExit as exc:
         out = {"verdict": "error", "message": f"the entry called exit ({exc.code!r})"}
     except BaseException as exc:  # noqa: BLE001 -- everything an entry does wrong is a row, not a crash

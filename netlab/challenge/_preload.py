@@ -1,4 +1,4 @@
-"""Imported once by a judging sandbox's fork server (``judge.start_forkserver``), so that every judging
+"""Imported once by a judging sandbox's fork server (``runtime.pool.use_preload``, in ``_child.py``), so that every judging
 rank starts as a fork with all of this already done: torch, gloo, comm, the lab's blocks an entry may
 use, and the fabric's client (which the default preload leaves for each rank to import).
 

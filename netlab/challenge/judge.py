@@ -42,7 +42,7 @@ torch = lazy("torch", globals())
 dist = lazy("torch.distributed", globals())
 
 from .. import seeds
-from ..runtime import death, errors, launch, memory, shared
+from ..runtime import errors, launch, memory, shared
 from .tasks import Task, task as task_of
 
 CHALLENGE_STREAM = 10          # seeds.py's streams: the challenge's inputs, per rank (with seed= only)
@@ -181,34 +181,13 @@ def link_table(t: Task, link_bytes, seconds: float) -> list[dict]:
     return out
 
 
-def start_forkserver() -> bool:
-    """Start this process's fork server now, preloading only what judging ranks need (``_preload.py``),
-    unless one runs already; True if it started one. For a process that judges and does nothing else
-    (a sandbox, ``_child.py``): the pool's fork server, started by its first run, would preload the
-    chapters' modules too (``runtime/preload.py``). The pool starts its ranks from whichever fork
-    server runs, and starts the default one again if this one dies."""
-    import multiprocessing as mp
-    from multiprocessing import forkserver
-    from ..runtime import pool, rundir  # noqa: F401  (pool: the torch settings the fork server inherits)
-    if death.forkserver_pid() is not None:
-        return False
-    rundir.adopt_multiprocessing_tempdir()                  # its socket in this driver's folder, as the pool's
-    mp.get_context("forkserver").set_forkserver_preload([f"{__package__}._preload"])
-    forkserver.ensure_running()
-    return True
-
-
-def judge(t, fn, seed: int | None = None, *, own_forkserver: bool = False) -> dict:
-    """Run entry `fn` on the task's real ranks; the verdict, the score and each link's utilisation.
-    `own_forkserver`: start the ranks from a fork server that preloads only what judging needs
-    (``start_forkserver``; a process that judges and nothing else), after the memory check passed."""
+def judge(t, fn, seed: int | None = None) -> dict:
+    """Run entry `fn` on the task's real ranks; the verdict, the score and each link's utilisation."""
     t = task_of(t)
     try:
         shared.check_memory(t.ranks, rank_bytes(t), f"judging this entry on {t.ranks} ranks")
     except memory.NotEnoughMemory as exc:
         return {"verdict": "no memory", "message": exc.reason}
-    if own_forkserver:
-        start_forkserver()
     try:
         res = launch.run(_trial, fn, t.count, seed, ranks=t.ranks, network=t.network(), timeout=t.rank_timeout_s)
     except (errors.RankTimeout, errors.RankError) as exc:

@@ -80,6 +80,17 @@ def _turn(timeout: float):
         _lock.release()
 
 
+PRELOAD = "netlab.runtime.preload"        # the module this process's fork server imports (use_preload)
+
+
+def use_preload(module: str) -> None:
+    """The module this process's fork server imports before any rank forks: ``runtime/preload.py`` (torch,
+    the chapters' FLOP counter and data) unless told. A process that only judges challenge entries (its
+    sandbox, ``challenge/_child.py``) names a lighter one. Takes effect when the fork server next starts."""
+    global PRELOAD
+    PRELOAD = module
+
+
 class Cluster:
     """A pool of `world_size` rank processes in one gloo group, reused across runs."""
 
@@ -90,7 +101,7 @@ class Cluster:
         self.world_size = check_ranks(world_size)
         self.pg_timeout = pg_timeout
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["netlab.runtime.preload"])
+        ctx.set_forkserver_preload([PRELOAD])
         # every file below lives in this driver's folder, swept by the next driver if this one is killed
         self._dir = tempfile.mkdtemp(prefix="rendezvous-", dir=rundir.driver_dir())   # private (0700)
         rundir.adopt_multiprocessing_tempdir()                # the fork server's socket folder
