@@ -125,7 +125,7 @@ def test_a_killed_driver_leaves_no_process_and_its_folder_is_swept(tmp_path, tmp
 
 def test_a_normal_exit_removes_everything(tmpdir_short):
     tmpdir = tmpdir_short
-    code = "import netlab\nfrom netlab.dataparallel import train\ntrain.step_flops(8, 1, 1)\nnetlab.run(lambda c: c.rank, ranks=2)"
+    code = "import netlab\nfrom netlab.dataparallel import buckets\nbuckets.backward_profile(8, 1, 1)\nnetlab.run(lambda c: c.rank, ranks=2)"
     subprocess.run([sys.executable, "-c", code], env=clean_env(tmpdir), check=True, timeout=240)
     assert leftovers(tmpdir) == []
 

@@ -2,9 +2,9 @@
 rank starts as a fork with all of this already done: torch, gloo, comm, the lab's blocks an entry may
 use, and the fabric's client (which the default preload leaves for each rank to import).
 
-Not the default preload (``runtime/preload.py``): its FLOP counter (sympy, about 800 modules) and the
-digits data set serve chapters, never a judged entry, and a sandbox is a process of its own that
-starts its fork server for one entry: those cost about 1.5 CPU seconds per entry for nothing.
+Not the default preload (``runtime/preload.py``): its netlab modules and the digits data set serve
+chapters, never a judged entry, and a sandbox is a process of its own that starts its fork server for
+one entry.
 """
 import torch  # noqa: F401
 import torch.distributed  # noqa: F401

@@ -17,7 +17,7 @@ file over 300 lines because it is one concept: the loop and what it is made of (
 batches, its optimizer, its config).
 
 Time: under an emulated network the forward/backward advance the virtual clock by their FLOPs
-(counted once per shape with ``torch.utils.flop_counter``) over the device's peak times its
+(as ``torch.utils.flop_counter`` counts them: ``step_flops``) over the device's peak times its
 efficiency, and so does the optimizer (``optimizer_flops``); on the wall clock they take what they
 take.
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import math
 from dataclasses import dataclass, fields
 
@@ -40,7 +39,6 @@ torch = lazy("torch", globals())
 F = lazy("torch.nn.functional", globals())
 nn = lazy("torch.nn", globals())
 vector_to_parameters = lazy("torch.nn.utils:vector_to_parameters", globals())
-FlopCounterMode = lazy("torch.utils.flop_counter:FlopCounterMode", globals())
 
 from .. import data, seeds, validate
 from .sync import AllReduce, Sync, as_sync  # noqa: F401  (Sync: train.Sync, the type fit takes)
@@ -111,20 +109,20 @@ def width_for_bytes(nbytes: float, layers: int = 2) -> int:
     return min((max(lo - 1, MIN_WIDTH), lo), key=lambda w: abs(grad_bytes(w, layers) - nbytes))
 
 
-@functools.lru_cache(maxsize=64)
 def step_flops(width: int, layers: int, batch: int) -> int:
-    """FLOPs of one forward + backward on `batch` samples, counted on a real pass (in a notebook kernel
-    without torch, on one rank of the pool: ``runtime.launch.where_torch_is``)."""
-    from ..runtime import launch
-    return launch.where_torch_is(_count_step_flops, width, layers, batch)
+    """FLOPs of one forward + backward on `batch` samples, as ``torch.utils.flop_counter`` counts a real
+    pass of ``make_model(width, layers)`` (a test compares the two over many shapes): 2*b*in*out for a
+    linear layer's forward, as much again for its weight gradient and for its input gradient, and no
+    input gradient for the first layer (the data needs none); biases, ReLUs and the loss count nothing.
 
-
-def _count_step_flops(width: int, layers: int, batch: int) -> int:
-    model = make_model(width, layers)
-    x, y = torch.zeros(batch, 64), torch.zeros(batch, dtype=torch.long)
-    with FlopCounterMode(display=False) as counter:
-        F.cross_entropy(model(x), y).backward()
-    return counter.get_total_flops()
+    Written out rather than counted here: counting imports ~800 modules on first use (torch._dynamo,
+    sympy), a second and 69 MB in every process that would count, the pool's fork server among them."""
+    check_model(width, layers)
+    batch = validate.whole(batch, "batch", 1)
+    dims = [64] + [width] * layers + [10]
+    shapes = list(zip(dims, dims[1:]))
+    forward = sum(2 * batch * i * o for i, o in shapes)
+    return 2 * forward + sum(2 * batch * i * o for i, o in shapes[1:])
 
 
 def batch_indices(step: int, rank: int, world_size: int, batch: int, *, n: int, seed: int = 0) -> torch.Tensor:
