@@ -27,16 +27,16 @@ EXACT  := $(if $(filter file,$(origin TORCH)),,--exact)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile tools/install_torch.py
+$(STAMP): pyproject.toml Makefile tools/install_torch.py tools/install_deps.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python tools/install_torch.py --torch "$(TORCH)" --index "$(TORCH_INDEX)" $(EXACT)
-	$(BIN)/python -m pip install --quiet -e ".[lab,dev]"
+	$(BIN)/python tools/install_deps.py -e ".[lab,dev]"
 	@touch $(STAMP)
 
 # The website's tools (Jupyter Book 1, pyproject's [site] extra) go into the same .venv, stamped apart:
 # make install stays as it was, make site and make test add them.
 $(SITE_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[site]"
+	$(BIN)/python tools/install_deps.py -e ".[site]"
 	@touch $(SITE_STAMP)
 
 # The chapters' Chinese terms (集合通信, ...) need a CJK font where the site is built and checked in Chromium:
