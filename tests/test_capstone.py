@@ -6,7 +6,9 @@ import pytest
 from matplotlib.figure import Figure
 
 import netlab.check
+import trainings
 from netlab.codesign import capstone as cs
+from netlab.compress import training
 from netlab.figures.capstone import predicted_efficiency
 
 MODEL = cs.Model(name="ResNet-50-like", params=25.6e6, flops_per_sample=3 * 2 * 4.1e9, batch=32)
@@ -134,7 +136,12 @@ def test_scaling_figure_draws_a_line_per_choice_and_the_published_point():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("compression, error_feedback", sorted(k for k in cs.TRAINS if k != ("none", True)))
-def test_whether_a_compression_trains_is_what_chapter_4s_training_measures(compression, error_feedback):
+def test_whether_a_compression_trains_is_what_chapter_4s_training_measures(compression, error_feedback, monkeypatch,
+                                                                           tmp_path_factory):
     """The capstone's accuracy verdicts (``TRAINS``) against chapter 4's own training, rerun on real ranks: the MLP,
-    4 ranks, 300 steps, fp32's accuracy less 2 points as the bar, no divergence."""
+    4 ranks, 300 steps, fp32's accuracy less 2 points as the bar, no divergence. The runs are chapter 4's
+    ``run_training``, each configuration once in the session (tests/trainings.py): fp32, int8 and TernGrad's
+    are the ones test_claims_ch4.py reads too."""
+    trainings.share(tmp_path_factory)
+    monkeypatch.setattr(training, "run_training", trainings.run_training)
     assert cs.measure_trains(compression, error_feedback) == cs.TRAINS[(compression, error_feedback)]

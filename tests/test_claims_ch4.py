@@ -7,33 +7,34 @@ off the bandwidth sweeps (5 s), and the 60-step accuracy checks of top-k, thresh
 Accuracy bounds are margins stated for every seed tried, wire bytes and crossovers are derived from the
 ring's and the all-gather's closed forms, never fitted to one run.
 
-Each training configuration runs once in this module (``accuracy`` keeps its result): the runs are
-deterministic (seeded data, model and compressors; a virtual clock), so two tests that read the same run,
-say the 30-step fp32 baseline, read the same numbers a second run would give.
+Each training configuration runs once in the test session (``accuracy`` reads tests/trainings.py's memo, which
+test_capstone.py and test_compress_train.py share): the runs are deterministic (seeded data, model and
+compressors; a virtual clock), so two tests that read the same run, say the 30-step fp32 baseline, read the
+same numbers a second run would give.
 """
-import functools
 import math
 
 import pytest
 
+import trainings
 from claims import claim
 from netlab.dataparallel import train
 from netlab.compress import pays, table
 from netlab.compress.codec_cost import label
-from netlab.compress.training import run_training
 
 RANKS = 4
 SEEDS = (0, 1)
 
 
-@functools.cache
-def _trained(method, steps, seed, error_feedback, options):
-    return run_training(method, ranks=RANKS, steps=steps, seed=seed, error_feedback=error_feedback, **dict(options))
+@pytest.fixture(scope="module", autouse=True)
+def _one_run_per_configuration(tmp_path_factory):
+    trainings.share(tmp_path_factory)
 
 
 def accuracy(method, steps, seed=0, error_feedback=False, **options):
     """The chapter's training (4 ranks, its model, data and codec cost) of `method`: run once per configuration."""
-    return _trained(method, steps, seed, error_feedback, tuple(sorted(options.items())))
+    return trainings.run_training(method, ranks=RANKS, steps=steps, seed=seed, error_feedback=error_feedback,
+                                  **options)
 
 
 TABLE_STEPS = 30                                                  # the chapter's table at its CI length
