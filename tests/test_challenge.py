@@ -3,7 +3,8 @@
 * The flow-level fabric real ranks run on (``cosim/flows.py``) against chapter 5's simulator (the same
   topology and ECMP, a different engine) and a closed form (k messages sharing one NIC).
 * Every kind of bad entry gets its row and does not stop the others (one board, each entry sandboxed),
-  on a 4-rank copy of the latency task so that the deadlock's time limit is short.
+  on a 4-rank copy of the latency task so that the deadlock's time limit is short; one that kills the
+  fork server the entries share costs only its own row too.
 
 An entry's score beside two CPU burners equals the committed board's (the same score idle or loaded):
 tests/test_challenge_board.py judges the 4 KiB board's best entry that way as it reproduces the board.
@@ -141,8 +142,8 @@ def test_the_tolerance_passes_any_summation_order_and_fails_half_precision():
 
 
 # ---- bad entries: each gets its row, none stops the others --------------------------------------------
-# Each entry runs in a sandbox of its own; one that imports torch at the top loads it there too (about
-# 2 CPU seconds), so the entries that need no torch name leave it out.
+# Each entry runs in a sandboxed process of its own, forked from the grading host's fork server with torch
+# imported (board.py).
 ENTRIES = {
     "good": open(os.path.join(baselines("allreduce-4k"), "ring.py")).read(),
     "wrong": """
@@ -199,6 +200,13 @@ ENTRIES = {
                 comm.clock.t = 0.0                         # buy time by setting the clock back
             x.copy_(total)
     """,
+    "forkserver": """
+        import os, signal
+        def allreduce(comm, x):
+            if comm.rank == 0:
+                os.kill(os.getppid(), signal.SIGKILL)     # the fork server every entry's ranks come from
+            comm.recv(x, (comm.rank - 1) % comm.world_size)
+    """,
     "nothing": """
         def reduce(comm, x):
             pass
@@ -206,7 +214,7 @@ ENTRIES = {
 }
 EXPECTED = {"good": "ok", "wrong": "wrong result", "half": "wrong result", "deadlock": "deadlock",
             "builtin": "built-in collective", "spin": "timeout", "raises": "error", "exits": "crashed",
-            "clock": "error", "nothing": "no entry"}
+            "clock": "error", "forkserver": "error", "nothing": "no entry"}
 
 
 # The ranks' time limit, the wall time the deadlock and spin entries wait out: 10 s. A good entry's run on
@@ -232,6 +240,7 @@ def test_every_bad_entry_gets_a_row_that_says_why_and_the_others_still_run(tmp_p
     assert "waiting in" in why["deadlock"] and "1 were still computing (rank 0: busy" in why["spin"]
     assert "ValueError: not finished" in why["raises"] and "status 3" in why["exits"]
     assert "clock only moves forward" in why["clock"] and "allreduce(comm, x)" in why["nothing"]
+    assert "the fork server" in why["forkserver"] and "died" in why["forkserver"]
     paths = board.write(t, rows, str(tmp_path / "board"))
     html = open(paths["html"]).read()
     assert html.count("<img") == 1 and all(name in html for name in EXPECTED)

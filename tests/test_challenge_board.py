@@ -164,7 +164,7 @@ JUDGE_IN_A_CGROUP = textwrap.dedent("""
     if cgroup:
         with open(os.path.join(sys.argv[1], "memory.max_usage_in_bytes"), "w") as f:
             f.write("0")                                      # the peak from here on
-    pool.use_preload("netlab.challenge._preload")                 # as in its sandbox (challenge/_child.py)
+    pool.use_preload("netlab.challenge._preload")                 # as its grading host does (challenge/_host.py)
     verdict = judge.judge(t, entry)
     print(json.dumps({"result": verdict, "peak": read("memory.max_usage_in_bytes") - before if cgroup else None,
                       "ranks": t.ranks, "per_rank": judge.rank_bytes(t)}))

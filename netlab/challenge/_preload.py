@@ -1,15 +1,17 @@
-"""Imported once by a judging sandbox's fork server (``runtime.pool.use_preload``, in ``_child.py``), so that every judging
-rank starts as a fork with all of this already done: torch, gloo, comm, the lab's blocks an entry may
-use, and the fabric's client (which the default preload leaves for each rank to import).
+"""Imported once by the grading host's fork server (``_host.py``), so that every entry's process and every
+judging rank starts as a fork with all of this already done: torch, gloo, comm, the lab's blocks an
+entry may use, the task's fabric, and the fabric's client (which the default preload leaves for each
+rank to import).
 
-Not the default preload (``runtime/preload.py``): its netlab modules and the digits data set serve
-chapters, never a judged entry, and a sandbox is a process of its own that starts its fork server for
-one entry.
+Not the default preload (``runtime/preload.py``): its netlab modules (the training loop) and the
+digits data set serve chapters, never a judged entry.
 """
+import cloudpickle  # noqa: F401
 import torch  # noqa: F401
 import torch.distributed  # noqa: F401
 
 from .. import collectives  # noqa: F401
-from ..cosim import live  # noqa: F401
+from ..cosim import flows, live  # noqa: F401
+from ..net import fabrics, network, topology  # noqa: F401
 from ..runtime import comm, rank_loop  # noqa: F401
-from . import judge  # noqa: F401
+from . import _child, judge, tasks  # noqa: F401

@@ -3,11 +3,14 @@
     SUBMISSIONS/alice.py                 an entry: a file that defines allreduce(comm, x)
     SUBMISSIONS/bob/submission.py        or a folder holding one (submission.py, else its only .py file)
 
-Every entry is judged in its own sandboxed process (``assignment/sandbox.run_child``: its own session,
-an empty working folder, CPU-time and file-size limits, a wall-clock limit), one after another, so an
-entry that hangs, crashes, prints without end or kills its process costs only its own row. Entries
-that finish with the right sum are ranked by their virtual time (ties: by name); the others follow,
-each with the verdict that says why (``judge.py``).
+Every entry is judged in a sandboxed process of its own (its own session, an empty working folder and
+HOME, CPU-time and file-size limits, a wall-clock limit, its output drained), one after another, so an
+entry that hangs, crashes, prints without end or kills its process costs only its own row. Those
+processes, and each entry's ranks, are forked fresh for every entry from one fork server that a
+sandboxed grading host (``_host.py``) starts once per grade with torch and the lab imported: no
+entry's code runs in the fork server or the host, and a fork server an entry kills is started again
+for the next one. Entries that finish with the right sum are ranked by their virtual time (ties: by
+name); the others follow, each with the verdict that says why (``judge.py``).
 
 The board holds only what the entries' runs decide (no wall times, no dates), so grading the same
 entries again writes the same bytes: ``leaderboard.csv``, ``leaderboard.json`` and ``leaderboard.html``
@@ -16,6 +19,7 @@ entries again writes the same bytes: ``leaderboard.csv``, ``leaderboard.json`` a
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import html
 import io
@@ -69,14 +73,127 @@ def entries(submissions: str) -> list[tuple[str, str | None]]:
     return out
 
 
+class Host:
+    """The grading host (``_host.py``), started sandboxed as ``assignment/sandbox.run_child`` starts a
+    process (its own session, an empty working folder and HOME, the CPU-time, file-size and core limits;
+    its output drained and thrown away), which judges each entry it is sent in a process of the entry's
+    own. ``judge(spec)`` returns what ``run_child`` would have (``ChildRun``); a host that dies or
+    hangs costs the entry it was judging, and the next entry starts a new one."""
+
+    def __init__(self, ranks: int, time_limit_s: float):
+        self.ranks, self.time_limit_s = ranks, time_limit_s
+        self.proc = None
+
+    def start(self) -> str:
+        """Start the host; '' once it is ready, else why not."""
+        if self.proc is not None:
+            return ""
+        import subprocess
+        import sys
+        import tempfile
+        import threading
+        import time
+        from ..assignment.sandbox import START_LIMIT, _drain, _limits
+        self._work = tempfile.TemporaryDirectory(prefix="netlab-challenge-")
+        home = os.path.join(self._work.name, "home")
+        os.mkdir(home)
+        env = dict(os.environ, HOME=home, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", MPLBACKEND="Agg",
+                   NETLAB_MAX_RANKS=str(max(self.ranks, 16)))
+        env.pop("NETLAB_IDLE_S", None)
+        reply_r, reply_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "netlab.challenge._host", str(reply_w)],
+                                         cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(reply_w,),
+                                         preexec_fn=_limits(int(self.time_limit_s * 2) + 10), text=True)
+        finally:
+            os.close(reply_w)
+        self._replies = os.fdopen(reply_r)
+        threading.Thread(target=_drain, args=(self.proc.stdout, {}), daemon=True).start()
+        self._deadline = time.monotonic() + START_LIMIT
+        if self._read() is None:
+            return self._ended(f"the grading process did not start within {START_LIMIT} s "
+                               "(the machine is overloaded?)")
+        return ""
+
+    def _read(self):
+        """The host's next reply (a dict), or None if it ended or the deadline passed first."""
+        import select
+        import time
+        while True:
+            left = self._deadline - time.monotonic()
+            if left <= 0 or not select.select([self._replies], [], [], left)[0]:
+                return None
+            line = self._replies.readline()
+            return json.loads(line) if line else None
+
+    def _ended(self, why: str) -> str:
+        self.close(kill=True)
+        return why
+
+    def judge(self, spec: dict):
+        import time
+        from ..assignment.sandbox import ChildRun
+        started = time.monotonic()
+        why = self.start()
+        if not why:
+            try:
+                self.proc.stdin.write(json.dumps({"spec": spec, "time_limit_s": self.time_limit_s}) + "\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass
+            self._deadline = time.monotonic() + self.time_limit_s + 60      # the host's own margin
+            got = self._read()
+            if got is not None:
+                return ChildRun(result=got["result"], why=got["why"], seconds=got["seconds"], output=got["output"],
+                                output_bytes=got["output_bytes"])
+            alive = self.proc.poll() is None
+            why = self._ended(f"time limit of {self.time_limit_s:g} s exceeded (the grading process hung)" if alive
+                              else f"the grading process ended (status {self.proc.returncode}) while judging it")
+        return ChildRun(result=None, why=why, seconds=time.monotonic() - started, output="", output_bytes=0)
+
+    def close(self, kill: bool = False) -> None:
+        if self.proc is None:
+            return
+        import signal
+        import subprocess
+        try:
+            self.proc.stdin.close()                         # the host's last entry: it exits
+        except OSError:
+            pass
+        if not kill:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)       # its fork server, anything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self._replies.close()
+        self._work.cleanup()
+        self.proc = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_hosts: list = []              # the host grade() opened, which judge_file uses while it grades
+
+
 def judge_file(t: Task, path: str, seed: int | None = None, time_limit_s: float | None = None) -> dict:
-    """Judge one entry file in its own sandboxed process; the judge's verdict dict."""
-    from ..assignment.sandbox import run_child
+    """Judge one entry file in its own sandboxed process (``_host.py``); the judge's verdict dict."""
     with open(path, encoding="utf-8") as f:
         source = f.read()
     spec = {"task": t.as_dict(), "source": source, "origin": os.path.basename(path), "seed": seed}
-    run = run_child("netlab.challenge._child", spec, time_limit_s or t.time_limit_s,
-                    {"NETLAB_MAX_RANKS": str(max(t.ranks, 16))}, prefix="netlab-challenge-")
+    limit = time_limit_s or t.time_limit_s
+    open_host = next((h for h in _hosts if h.ranks >= t.ranks and h.time_limit_s == limit), None)
+    with (contextlib.nullcontext(open_host) if open_host else Host(t.ranks, limit)) as host:
+        run = host.judge(spec)
     if run.result is not None:
         return run.result
     verdict = "timeout" if "time limit" in run.why or "did not start" in run.why else "crashed"
@@ -96,18 +213,28 @@ def grade(submissions: str, t, seed: int | None = None, time_limit_s: float | No
     """Judge every entry in `submissions` on task `t`, each sandboxed; the ranked rows."""
     t = task_of(t)
     rows = []
-    for name, path in entries(submissions):
-        if path is None:
-            r = Row(name, "no entry", f"the folder holds no {SUBMISSION} (nor exactly one .py file)")
-        else:
-            v = judge_file(t, path, seed, time_limit_s)
-            r = Row(entry=name, verdict=v["verdict"], message=v.get("message", ""), time_s=v.get("time_s"),
-                    algbw_GBps=v.get("algbw_GBps"), busbw_GBps=v.get("busbw_GBps"), messages=v.get("messages"),
-                    links=v.get("links", []))
-        rows.append(r)
-        if progress:
-            progress(r)
+    listed = entries(submissions)
+    with Host(t.ranks, time_limit_s or t.time_limit_s) as host:
+        if any(path for _, path in listed):
+            host.start()                     # now, so that no entry's time (nor a test's load) counts its start
+        _hosts.append(host)
+        try:
+            for name, path in listed:
+                rows.append(_row(t, name, path, seed, time_limit_s))
+                if progress:
+                    progress(rows[-1])
+        finally:
+            _hosts.remove(host)
     return rank_rows(rows)
+
+
+def _row(t: Task, name: str, path: str | None, seed, time_limit_s) -> Row:
+    if path is None:
+        return Row(name, "no entry", f"the folder holds no {SUBMISSION} (nor exactly one .py file)")
+    v = judge_file(t, path, seed, time_limit_s)
+    return Row(entry=name, verdict=v["verdict"], message=v.get("message", ""), time_s=v.get("time_s"),
+               algbw_GBps=v.get("algbw_GBps"), busbw_GBps=v.get("busbw_GBps"), messages=v.get("messages"),
+               links=v.get("links", []))
 
 
 # ---- the board ------------------------------------------------------------------------------------------

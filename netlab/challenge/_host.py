@@ -1,0 +1,166 @@
+"""The challenge's grading host: ``python -m netlab.challenge._host`` (started sandboxed by ``board.py``).
+
+One per ``netlab grade``: it starts one fork server with the judging preload (``_preload.py``: torch,
+gloo, comm, the lab's blocks), then judges each entry it is sent in a process of the entry's own,
+forked from that fork server (``_child.entry``): its own session, its own empty working folder, the
+sandbox's CPU-time, file-size and core limits, its output through a pipe of its own of which only the
+first KiB is kept, a wall-clock limit, and its whole process group killed when it is done. The entry's
+ranks are forked from the same fork server, fresh for every entry, after the entry's process started:
+no entry's code ever runs in the fork server or in this host, so none sees another's processes or
+state. What an entry no longer pays for: starting Python, importing torch in its process, and
+starting a fork server that imports torch again (about 3-5 CPU seconds an entry).
+
+An entry that kills the fork server costs its own row; the next entry gets a fresh one. The board
+(``board.judge_file``) starts a new host for the next entry if one dies or hangs. What the ranks share
+across entries, unlike the entry's own process: the host's HOME (ranks take their working folder from
+the entry's process, their environment from the fork server) and the host's output, where what a rank
+prints goes (drained and thrown away; an entry's own process prints into its row's last output).
+
+Protocol: one JSON line per entry on stdin (``{"spec": ..., "time_limit_s": ...}``), one JSON line per
+verdict on the file descriptor named by the first argument (``{"result": ..., "why": ..., "output":
+...}``, as ``assignment/sandbox.ChildRun``). The host's own stdout and stderr take what the fork
+server and the ranks print (drained by the board, thrown away).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+KEEP_OUTPUT = 1024             # as assignment/sandbox.py: bytes of an entry's output kept
+
+
+def _drain(fd: int, box: dict) -> None:
+    kept, total = bytearray(), 0
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            total += len(chunk)
+            if len(kept) < KEEP_OUTPUT:
+                kept += chunk[:KEEP_OUTPUT - len(kept)]
+    finally:
+        os.close(fd)
+    box["output"], box["bytes"] = kept.decode(errors="replace"), total
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stat(pid: int) -> tuple[str, str]:
+    """(state, start time) of process `pid` from /proc ("", "" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[0].decode(), fields[19].decode()
+    except (OSError, IndexError):
+        return "", ""
+
+
+def _wait_gone(pid: int, started: str, deadline: float) -> bool:
+    """Wait until process `pid` (started at `started`) has exited (or is a zombie); False at the deadline."""
+    while time.monotonic() < deadline:
+        state, start = _stat(pid)
+        if not start or start != started or state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def judge_one(ctx, forkserver, spec: dict, time_limit_s: float, work_root: str) -> dict:
+    """One entry in a process of its own, forked from the fork server; what ``ChildRun`` holds."""
+    from . import _child
+    forkserver.ensure_running()                          # a fresh one if the last entry's run ended it
+    work = tempfile.mkdtemp(prefix="entry-", dir=work_root)
+    result = os.path.join(work, "result.json")
+    out_r, out_w = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_child.entry, name="netlab-challenge-entry",
+                    args=(spec, work, result, out_w, forkserver._forkserver_address, forkserver._forkserver_pid,
+                          int(time_limit_s * 2) + 10))
+    started = time.monotonic()
+    box: dict = {}
+    try:
+        p.start()
+    finally:
+        out_w.close()
+    reader = threading.Thread(target=_drain, args=(os.dup(out_r.fileno()), box), daemon=True)
+    out_r.close()
+    reader.start()
+    timed_out = False
+    try:
+        p.join(time_limit_s)
+        timed_out = p.exitcode is None
+        if p.exitcode == 255 and not os.path.exists(result):
+            # multiprocessing's word for "the fork server died" (an entry's rank killed it, say): the entry's
+            # process, no longer anyone's to report, may still be running and writing its verdict
+            timed_out = not _wait_gone(p.pid, _stat(p.pid)[1], started + time_limit_s)
+    finally:
+        _kill_group(p.pid)                               # anything the entry started in its session
+        p.join()
+    reader.join(timeout=10)
+    seconds = time.monotonic() - started
+    output, nbytes = box.get("output", ""), box.get("bytes", 0)
+    try:
+        if not timed_out and os.path.exists(result):
+            with open(result) as f:
+                return {"result": json.load(f), "why": "", "seconds": seconds, "output": output, "output_bytes": nbytes}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    code = p.exitcode
+    if timed_out:
+        why = f"time limit of {time_limit_s:g} s exceeded (an endless loop, or a deadlock the check missed?)"
+    elif code is not None and code < 0:
+        why = (f"the grading process was killed by {signal.Signals(-code).name} "
+               "(did the answer kill its own process, or run out of memory or CPU time?)")
+    elif code == 255:                                    # the fork server died, and then so did the entry's process
+        why = "the grading process ended, and its fork server with it (did the entry kill them?)"
+    else:
+        why = f"the grading process exited with status {code} before the check finished (os._exit?)"
+    tail = output.strip().splitlines()[-1:] if output.strip() else []
+    return {"result": None, "why": why + (f"; last output: {tail[0][:200]}" if tail else ""), "seconds": seconds,
+            "output": output, "output_bytes": nbytes}
+
+
+def main(reply_fd: int) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import multiprocessing as mp
+    from multiprocessing import forkserver as mp_forkserver
+
+    from netlab.runtime import pool, rundir
+    from . import _child  # noqa: F401 -- imported here and in the fork server: the entries' target
+    pool.use_preload("netlab.challenge._preload")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["netlab.challenge._preload"])
+    rundir.adopt_multiprocessing_tempdir()
+    server = mp_forkserver._forkserver
+    server.ensure_running()
+    work_root = tempfile.mkdtemp(prefix="entries-", dir=rundir.driver_dir())
+    reply = os.fdopen(reply_fd, "w")
+    try:
+        reply.write(json.dumps({"ready": True}) + "\n")
+        reply.flush()
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            request = json.loads(line)
+            got = judge_one(ctx, server, request["spec"], float(request["time_limit_s"]), work_root)
+            reply.write(json.dumps(got) + "\n")
+            reply.flush()
+    finally:
+        shutil.rmtree(work_root, ignore_errors=True)
+        rundir.remove_now()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1])))
