@@ -1,4 +1,5 @@
-"""The challenge's grading host: ``python -m netlab.challenge._host`` (started sandboxed by ``board.py``).
+"""The challenge's grading host: ``python -m netlab.challenge._host``, and ``GradingHost``, with which
+``board.py`` starts it and sends it entries.
 
 One per ``netlab grade``: it starts one fork server with the judging preload (``_preload.py``: torch,
 gloo, comm, the lab's blocks), then judges each entry it is sent in a process of the entry's own,
@@ -129,6 +130,115 @@ def judge_one(ctx, forkserver, spec: dict, time_limit_s: float, work_root: str) 
     tail = output.strip().splitlines()[-1:] if output.strip() else []
     return {"result": None, "why": why + (f"; last output: {tail[0][:200]}" if tail else ""), "seconds": seconds,
             "output": output, "output_bytes": nbytes}
+
+
+class GradingHost:
+    """The grading host (``_host.py``), started sandboxed as ``assignment/sandbox.run_child`` starts a
+    process (its own session, an empty working folder and HOME, the CPU-time, file-size and core limits;
+    its output drained and thrown away), which judges each entry it is sent in a process of the entry's
+    own. ``judge(spec)`` returns what ``run_child`` would have (``ChildRun``); a host that dies or
+    hangs costs the entry it was judging, and the next entry starts a new one."""
+
+    def __init__(self, ranks: int, time_limit_s: float):
+        self.ranks, self.time_limit_s = ranks, time_limit_s
+        self.proc = None
+
+    def start(self) -> str:
+        """Start the host; '' once it is ready, else why not."""
+        if self.proc is not None:
+            return ""
+        import subprocess
+        import sys
+        import tempfile
+        import threading
+        import time
+        from ..assignment.sandbox import START_LIMIT, _drain, _limits
+        self._work = tempfile.TemporaryDirectory(prefix="netlab-challenge-")
+        home = os.path.join(self._work.name, "home")
+        os.mkdir(home)
+        env = dict(os.environ, HOME=home, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", MPLBACKEND="Agg",
+                   NETLAB_MAX_RANKS=str(max(self.ranks, 16)))
+        env.pop("NETLAB_IDLE_S", None)
+        reply_r, reply_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "netlab.challenge._host", str(reply_w)],
+                                         cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(reply_w,),
+                                         preexec_fn=_limits(int(self.time_limit_s * 2) + 10), text=True)
+        finally:
+            os.close(reply_w)
+        self._replies = os.fdopen(reply_r)
+        threading.Thread(target=_drain, args=(self.proc.stdout, {}), daemon=True).start()
+        self._deadline = time.monotonic() + START_LIMIT
+        if self._read() is None:
+            return self._ended(f"the grading process did not start within {START_LIMIT} s "
+                               "(the machine is overloaded?)")
+        return ""
+
+    def _read(self):
+        """The host's next reply (a dict), or None if it ended or the deadline passed first."""
+        import select
+        import time
+        while True:
+            left = self._deadline - time.monotonic()
+            if left <= 0 or not select.select([self._replies], [], [], left)[0]:
+                return None
+            line = self._replies.readline()
+            return json.loads(line) if line else None
+
+    def _ended(self, why: str) -> str:
+        self.close(kill=True)
+        return why
+
+    def judge(self, spec: dict):
+        import time
+        from ..assignment.sandbox import ChildRun
+        started = time.monotonic()
+        why = self.start()
+        if not why:
+            try:
+                self.proc.stdin.write(json.dumps({"spec": spec, "time_limit_s": self.time_limit_s}) + "\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass
+            self._deadline = time.monotonic() + self.time_limit_s + 60      # the host's own margin
+            got = self._read()
+            if got is not None:
+                return ChildRun(result=got["result"], why=got["why"], seconds=got["seconds"], output=got["output"],
+                                output_bytes=got["output_bytes"])
+            alive = self.proc.poll() is None
+            why = self._ended(f"time limit of {self.time_limit_s:g} s exceeded (the grading process hung)" if alive
+                              else f"the grading process ended (status {self.proc.returncode}) while judging it")
+        return ChildRun(result=None, why=why, seconds=time.monotonic() - started, output="", output_bytes=0)
+
+    def close(self, kill: bool = False) -> None:
+        if self.proc is None:
+            return
+        import signal
+        import subprocess
+        try:
+            self.proc.stdin.close()                         # the host's last entry: it exits
+        except OSError:
+            pass
+        if not kill:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)       # its fork server, anything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self._replies.close()
+        self._work.cleanup()
+        self.proc = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def main(reply_fd: int) -> int:

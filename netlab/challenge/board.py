@@ -27,6 +27,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from ._host import GradingHost
 from .tasks import Task, task as task_of
 
 FIELDS = ["place", "entry", "verdict", "time_us", "algbw_GBps", "busbw_GBps", "messages", "message"]
@@ -73,115 +74,6 @@ def entries(submissions: str) -> list[tuple[str, str | None]]:
     return out
 
 
-class Host:
-    """The grading host (``_host.py``), started sandboxed as ``assignment/sandbox.run_child`` starts a
-    process (its own session, an empty working folder and HOME, the CPU-time, file-size and core limits;
-    its output drained and thrown away), which judges each entry it is sent in a process of the entry's
-    own. ``judge(spec)`` returns what ``run_child`` would have (``ChildRun``); a host that dies or
-    hangs costs the entry it was judging, and the next entry starts a new one."""
-
-    def __init__(self, ranks: int, time_limit_s: float):
-        self.ranks, self.time_limit_s = ranks, time_limit_s
-        self.proc = None
-
-    def start(self) -> str:
-        """Start the host; '' once it is ready, else why not."""
-        if self.proc is not None:
-            return ""
-        import subprocess
-        import sys
-        import tempfile
-        import threading
-        import time
-        from ..assignment.sandbox import START_LIMIT, _drain, _limits
-        self._work = tempfile.TemporaryDirectory(prefix="netlab-challenge-")
-        home = os.path.join(self._work.name, "home")
-        os.mkdir(home)
-        env = dict(os.environ, HOME=home, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", MPLBACKEND="Agg",
-                   NETLAB_MAX_RANKS=str(max(self.ranks, 16)))
-        env.pop("NETLAB_IDLE_S", None)
-        reply_r, reply_w = os.pipe()
-        try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "netlab.challenge._host", str(reply_w)],
-                                         cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(reply_w,),
-                                         preexec_fn=_limits(int(self.time_limit_s * 2) + 10), text=True)
-        finally:
-            os.close(reply_w)
-        self._replies = os.fdopen(reply_r)
-        threading.Thread(target=_drain, args=(self.proc.stdout, {}), daemon=True).start()
-        self._deadline = time.monotonic() + START_LIMIT
-        if self._read() is None:
-            return self._ended(f"the grading process did not start within {START_LIMIT} s "
-                               "(the machine is overloaded?)")
-        return ""
-
-    def _read(self):
-        """The host's next reply (a dict), or None if it ended or the deadline passed first."""
-        import select
-        import time
-        while True:
-            left = self._deadline - time.monotonic()
-            if left <= 0 or not select.select([self._replies], [], [], left)[0]:
-                return None
-            line = self._replies.readline()
-            return json.loads(line) if line else None
-
-    def _ended(self, why: str) -> str:
-        self.close(kill=True)
-        return why
-
-    def judge(self, spec: dict):
-        import time
-        from ..assignment.sandbox import ChildRun
-        started = time.monotonic()
-        why = self.start()
-        if not why:
-            try:
-                self.proc.stdin.write(json.dumps({"spec": spec, "time_limit_s": self.time_limit_s}) + "\n")
-                self.proc.stdin.flush()
-            except OSError:
-                pass
-            self._deadline = time.monotonic() + self.time_limit_s + 60      # the host's own margin
-            got = self._read()
-            if got is not None:
-                return ChildRun(result=got["result"], why=got["why"], seconds=got["seconds"], output=got["output"],
-                                output_bytes=got["output_bytes"])
-            alive = self.proc.poll() is None
-            why = self._ended(f"time limit of {self.time_limit_s:g} s exceeded (the grading process hung)" if alive
-                              else f"the grading process ended (status {self.proc.returncode}) while judging it")
-        return ChildRun(result=None, why=why, seconds=time.monotonic() - started, output="", output_bytes=0)
-
-    def close(self, kill: bool = False) -> None:
-        if self.proc is None:
-            return
-        import signal
-        import subprocess
-        try:
-            self.proc.stdin.close()                         # the host's last entry: it exits
-        except OSError:
-            pass
-        if not kill:
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)       # its fork server, anything it started
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-        self._replies.close()
-        self._work.cleanup()
-        self.proc = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 _hosts: list = []              # the host grade() opened, which judge_file uses while it grades
 
 
@@ -192,7 +84,7 @@ def judge_file(t: Task, path: str, seed: int | None = None, time_limit_s: float 
     spec = {"task": t.as_dict(), "source": source, "origin": os.path.basename(path), "seed": seed}
     limit = time_limit_s or t.time_limit_s
     open_host = next((h for h in _hosts if h.ranks >= t.ranks and h.time_limit_s == limit), None)
-    with (contextlib.nullcontext(open_host) if open_host else Host(t.ranks, limit)) as host:
+    with (contextlib.nullcontext(open_host) if open_host else GradingHost(t.ranks, limit)) as host:
         run = host.judge(spec)
     if run.result is not None:
         return run.result
@@ -214,7 +106,7 @@ def grade(submissions: str, t, seed: int | None = None, time_limit_s: float | No
     t = task_of(t)
     rows = []
     listed = entries(submissions)
-    with Host(t.ranks, time_limit_s or t.time_limit_s) as host:
+    with GradingHost(t.ranks, time_limit_s or t.time_limit_s) as host:
         if any(path for _, path in listed):
             host.start()                     # now, so that no entry's time (nor a test's load) counts its start
         _hosts.append(host)
