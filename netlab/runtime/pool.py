@@ -85,7 +85,7 @@ PRELOAD = "netlab.runtime.preload"        # the module this process's fork serve
 
 def use_preload(module: str) -> None:
     """The module this process's fork server imports before any rank forks: ``runtime/preload.py`` (torch,
-    the chapters' FLOP counter and data) unless told. A process that only judges challenge entries (its
+    the training loop and the data) unless told. A process that only judges challenge entries (its
     host, ``challenge/_host.py``) names a lighter one. Takes effect when the fork server next starts."""
     global PRELOAD
     PRELOAD = module
