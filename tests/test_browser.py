@@ -20,7 +20,8 @@ each of these changes, besides the checks above: the control shows the value, an
 exactly the controls greyed() names at the setting the page shows (so each is seen greyed, then enabled
 again when it applies). The arrow key and the option of the first part are left to the walk where it
 moves a slider with arrow keys or picks an option in a control of the same kind (the same message, the
-same run on the kernel's main thread, the same figure replaced); the drag is always made.
+same run on the kernel's main thread, the same figure replaced), and the arrow key in chapter 4 to the
+change after the Interrupt (an arrow key on a slider, checked the same way); the drag is always made.
 Which cells: nbval executes every cell of every chapter, top to bottom (make test runs it), so an error
 in a cell is found there. This test runs the cells the chapter's widgets depend on, found by reading
 the cells (tests/panel_cells.py: every cell that shows a panel or a question, every earlier cell that
@@ -246,6 +247,13 @@ def covered_by_walk(plan: list, walked: list) -> list:
             if (how == "key" and "slider" in kinds) or (how == "choose" and c["kind"] in kinds)]
 
 
+def covered_by_interrupt(plan: list) -> list:
+    """The plan's changes the change after an Interrupt makes the same way (interrupt_problems presses an
+    arrow key on an enabled slider, then checks the panel changed, its figure, its errors and its text,
+    and the notebook's errors): its arrow key on a slider."""
+    return [(c, how) for c, how in plan if how == "key" and c["kind"] == "slider"]
+
+
 def walk_ahead(panel, model) -> list[dict]:
     """The page's controls the regime walk would change from the setting the page shows now, one per change."""
     controls = controls_of(model)
@@ -385,8 +393,12 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
             # same way (a key press on a slider, a choice in a control of the same kind); a drag, always.
             plan = list(enumerate(panel.plan(), 1))
             later = covered_by_walk([c for _, c in plan], walk_ahead(panel, model)) if model is not None else []
+            # where the panel is interrupted, the change after the Interrupt is an arrow key on a slider with
+            # the same checks (interrupt_problems): the plan's arrow key is that change
+            interrupts = chapter in INTERRUPT_IN and panel.index == len(panels) - 1
+            after_interrupt = covered_by_interrupt([c for _, c in plan if c not in later]) if interrupts else []
             for step, (control, how) in plan:
-                if (control, how) not in later:
+                if (control, how) not in later and (control, how) not in after_interrupt:
                     problems += planned(step, control, how)
             if model is not None:
                 with clock("regime walk (all)"):
@@ -397,7 +409,7 @@ def test_panels_work_in_jupyterlab(lab, browser, chapter):
                 for step, (control, how) in plan:
                     if (control, how) in later and (control, how) not in covered_by_walk(later, walked):
                         problems += planned(step, panel.control(control), how)
-            if chapter in INTERRUPT_IN and panel.index == len(panels) - 1:
+            if interrupts:
                 with clock("interrupt (all)"):
                     problems += [f"{name}: {p}" for p in interrupt_problems(nb, panel, first, shot, clock)]
                 problems += [f"{name} after Interrupt: the notebook shows {e}" for e in new_errors(nb, seen)]
@@ -504,7 +516,7 @@ def test_waiting_ends_soon_after_the_status_says_done_but_not_on_a_status_left_f
         assert time.monotonic() - t0 >= 1.5
 
 
-def test_plan_leaves_to_the_walk_the_changes_it_makes_the_same_way():
+def test_plan_leaves_to_the_walk_and_the_interrupt_the_changes_they_make_the_same_way():
     slider = {"kind": "slider", "label": "ranks"}
     other = {"kind": "slider", "label": "bandwidth"}
     menu = {"kind": "dropdown", "label": "method"}
@@ -514,6 +526,7 @@ def test_plan_leaves_to_the_walk_the_changes_it_makes_the_same_way():
     assert covered_by_walk(plan, [menu, menu]) == [(menu, "choose")]
     assert covered_by_walk(plan, [other, toggle]) == [(slider, "key")]          # a drag is never left to it
     assert covered_by_walk([(toggle, "choose")], [menu]) == []
+    assert covered_by_interrupt(plan) == [(slider, "key")]                      # the key press after it
 
 
 # The regime walk, on the panels' own definitions (no browser needed): it reaches what the issue asks
