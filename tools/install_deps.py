@@ -9,7 +9,9 @@ takes about 10 s instead of a minute of pip (2 cores). How:
 2. ``uv pip install`` with what pip is configured with here (``pip config list``: index-url,
    extra-index-url, find-links, constraint, cert), with pip's choice among indexes (the best
    version from any of them: ``--index-strategy unsafe-best-match``), and with the torch that
-   ``install_torch.py`` installed held fixed (a constraint), so that the CPU build is never replaced;
+   ``install_torch.py`` installed held fixed (a constraint), so that the CPU build is never replaced,
+   and byte-compiled as pip does (``--compile-bytecode``: uv leaves it out unless told, and where
+   ``PYTHONDONTWRITEBYTECODE`` is set every process would compile what it imports, each time);
 3. if either step fails (no uv for this platform, an index uv cannot read), ``pip install`` the same
    arguments, as before.
 
@@ -93,7 +95,7 @@ def main(argv=None) -> int:
                         f.write(pin + "\n")
                     constraint = ["--constraint", path]
                 uv = uv_binary() or shutil.which("uv")
-                subprocess.run([uv, "pip", "install", "--quiet", "--python", sys.executable,
+                subprocess.run([uv, "pip", "install", "--quiet", "--python", sys.executable, "--compile-bytecode",
                                 "--index-strategy", "unsafe-best-match", *sources, *constraint, *args.requirements],
                                check=True, env=env, timeout=1800)
             return 0
