@@ -64,7 +64,7 @@ lab: install
 # units start first. The real-kernel, browser and Binder tests' bounds were derived on a loaded machine
 # (load 10-30), which is what the other workers make; the real kernel's testbed raises its own priority.
 # make quick computes without waiting: two workers, unless WORKERS is given.
-# Both byte-compile netlab first: where PYTHONDONTWRITEBYTECODE is set (CI's shell sets it), every kernel, fork
+# Both byte-compile netlab first: where PYTHONDONTWRITEBYTECODE is set (this project's machines set it), every kernel, fork
 # server and command the tests start would otherwise compile netlab's modules again (about 0.5 CPU s each).
 test: install $(SITE_STAMP) fonts
 	$(BIN)/python -m compileall -q netlab
