@@ -12,7 +12,15 @@ postBuild, start):
    machine, so the ``+cpu`` pin is replaced by the same version from the local CPU wheel
    (``torch==2.13.0``) and the ``--extra-index-url`` line is dropped -- the build is otherwise
    Binder's. Binder's base image adds the notebook server packages; ``ipykernel`` and ``nbclient``
-   stand in for them here (a kernel is what runs the chapters);
+   stand in for them here (a kernel is what runs the chapters). The pip that installs them is the
+   current release, as repo2docker's base environment takes conda-forge's current pip
+   (environment.py-3.11.yml), not the older one this Python bundles. It installs with
+   ``--no-compile``: the same packages and files, without the ``.pyc`` of every module (about
+   9,000, most never imported; compiling them all costs more CPU than the rest of the install).
+   Python compiles a module on its first import and leaves its ``.pyc`` for the next (the kernels
+   run without ``PYTHONDONTWRITEBYTECODE``, as on Binder), so what changes is that the first
+   JupyterLab server and kernel in a new environment compile what they import, inside the cgroup:
+   that chapter's peak memory comes out higher for it (about 150 MB at CI size), never lower;
 3. ``binder/postBuild`` (installs netlab itself), then every kernel starts through ``binder/start``
    (its environment variables), pinned to one CPU (``taskset -c 0``), inside a memory cgroup
    limited to ``--memory`` (2 GB, mybinder.org's limit; cgroup v2 or v1, root needed).
@@ -93,18 +101,34 @@ def _runtime_python() -> str:
     return shutil.which(runtime) or sys.executable
 
 
+def _bundled_pip(base: str) -> str | None:
+    """The pip wheel that `base` bundles for ensurepip, or None (some distributions' Pythons have none)."""
+    run = subprocess.run([base, "-c", "import ensurepip, glob, os; print(*glob.glob(os.path.join("
+                          "os.path.dirname(ensurepip.__file__), '_bundled', 'pip-*.whl')))"],
+                         capture_output=True, text=True)
+    return (run.stdout.split() or [None])[0] if run.returncode == 0 else None
+
+
 def _install(venv: str) -> None:
     """A fresh virtual environment at `venv` with binder/requirements.txt and the stand-ins installed."""
     shutil.rmtree(venv, ignore_errors=True)
     base = _runtime_python()
     log(f"build: {base} -m venv {venv}  (runtime.txt asks for {os.path.basename(base)})")
-    subprocess.run([base, "-m", "venv", venv], check=True)
+    # pip: a current release, as repo2docker's base environment takes conda-forge's current pip (this
+    # Python bundles an older one, which spends most of the resolution matching wheel tags). The bundled
+    # pip, run from its wheel, installs it into the bare environment, rather than ensurepip installing
+    # the bundled one only to replace it. --no-compile: see the module's docstring.
+    wheel = _bundled_pip(base)
+    subprocess.run([base, "-m", "venv", *(["--without-pip"] if wheel else []), venv], check=True)
     python = os.path.join(venv, "bin", "python")
     req = os.path.join(venv, "requirements-here.txt")
     for change in requirements_here(os.path.join(BINDER, "requirements.txt"), req):
         log(f"build: requirements.txt: {change}")
     started = time.monotonic()
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", "-r", req, *STAND_INS], check=True)
+    install = ["install", "--quiet", "--no-cache-dir", "--no-compile"]
+    subprocess.run([python, *([os.path.join(wheel, "pip")] if wheel else ["-m", "pip"]), *install, "--upgrade", "pip"],
+                   check=True)
+    subprocess.run([python, "-m", "pip", *install, "-r", req, *STAND_INS], check=True)
     log(f"build: requirements installed in {time.monotonic() - started:.0f} s")
 
 
@@ -327,6 +351,8 @@ def main(argv=None) -> int:
     if args.ci:
         env["CI"] = "1"
     env.pop("VIRTUAL_ENV", None)
+    # Binder's container does not set it: a module's first import leaves its .pyc for the next
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     results = {}
     try:
         for mode in modes:
