@@ -30,7 +30,11 @@ postBuild, start):
    ``--pause`` seconds between chapters (a student reading on) and the pools' idle release at
    ``NETLAB_IDLE_S``; ``back-to-back``, the same without any pause (Run All in one tab, then the
    next: an instructor's demo), where an idle pool gives its ranks back only when another chapter
-   asks for them. Printed per chapter: wall time, the cgroup's peak memory, the cells that failed
+   asks for them. With a single chapter the modes are one and the same run (a fresh kernel runs
+   it; the pause comes only between chapters) and differ only in whether the chapter is measured
+   before or after its kernel is shut down, so it runs once: measured with its kernel open (open,
+   back-to-back), then shut down and measured again (alone), JupyterLab's server started once.
+   Printed per chapter: wall time, the cgroup's peak memory, the cells that failed
    (every cell runs, so each failure is counted), what netlab freed from idle chapters; per mode:
    the OOM kills the cgroup counted and the processes left in it once every kernel was shut down.
 
@@ -355,15 +359,20 @@ def main(argv=None) -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     results = {}
     try:
-        for mode in modes:
-            out = os.path.join(out_dir, f"results-{mode}.json")
+        # one chapter: every mode is the same run (a fresh kernel runs it; the pause comes only between
+        # chapters), measured with its kernel open and again once it is shut down: run it once for all
+        runs = [modes] if len(chapters) == 1 and len(modes) > 1 else [[mode] for mode in modes]
+        for group in runs:
+            mode = ",".join(group)
+            out = os.path.join(out_dir, "results-{mode}.json" if len(group) > 1 else f"results-{mode}.json")
             cmd = ["taskset", "-c", args.cpu, os.path.join(BINDER, "start"), python,
                    os.path.join(BINDER, "_run_chapters.py"), mode, out, str(args.pause), str(args.timeout),
                    *[os.path.join(REPO, "labs", c) for c in chapters]]
-            env["NETLAB_MEMORY_LOG"] = os.path.join(out_dir, f"memory-checks-{mode}.jsonl")
+            env["NETLAB_MEMORY_LOG"] = os.path.join(out_dir, f"memory-checks-{'+'.join(group)}.jsonl")
             if os.path.exists(env["NETLAB_MEMORY_LOG"]):
                 os.unlink(env["NETLAB_MEMORY_LOG"])
-            log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}")
+            log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}"
+                + (" (one chapter: one run serves every mode)" if len(group) > 1 else ""))
             # join the cgroup, then become the runner: every kernel and rank it starts is inside
             shell = f'echo $$ > {cg.path}/cgroup.procs && exec "$@"'
             server = None if args.no_server else start_server(shell, venv, out_dir, env, args.cpu)
@@ -373,7 +382,9 @@ def main(argv=None) -> int:
                 if server is not None:
                     server.terminate()
                     server.wait(timeout=30)
-            results[mode] = json.load(open(out)) if os.path.exists(out) else {"error": "runner died"}
+            for mode in group:
+                path = out.format(mode=mode) if len(group) > 1 else out
+                results[mode] = json.load(open(path)) if os.path.exists(path) else {"error": "runner died"}
     finally:
         cg.remove()
         if lock is not None:
