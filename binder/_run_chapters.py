@@ -1,6 +1,7 @@
 """Run chapters in kernels, as JupyterLab would, inside the cgroup binder/emulate.py made (its helper).
 
     python _run_chapters.py MODE RESULT.json PAUSE_S CELL_TIMEOUT_S NB1.ipynb NB2.ipynb ...
+    python _run_chapters.py MODE,MODE,... RESULT-{mode}.json PAUSE_S CELL_TIMEOUT_S NB.ipynb   # one chapter
 
 MODE ``alone``: each chapter in a fresh kernel, shut down afterwards. MODE ``open``: each chapter in
 a fresh kernel that stays open (and idle) while the next chapters run, with PAUSE_S seconds between
@@ -13,6 +14,7 @@ is), which says where the memory went when a chapter was refused, the OOM kills 
 while it ran, and netlab's memory checks in its kernel ($NETLAB_MEMORY_LOG: what was free, the
 estimate, what was asked for). At the end: the OOM kills the
 cgroup counted during this mode, and the processes still in it once every kernel was shut down.
+With a single chapter, several modes (comma-separated) come from one run of it (see ``one_chapter``).
 """
 from __future__ import annotations
 
@@ -104,51 +106,95 @@ def checks_of(notebook: str) -> list[dict]:
     return found
 
 
+def _run(path: str, timeout_s) -> tuple:
+    """`path` top to bottom in a fresh kernel, left running: (client, notebook, error, started, OOM kills before)."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=float(timeout_s), kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": os.path.dirname(path)}})
+    reset_peak()
+    kills_at_start = oom_kills()
+    started = time.monotonic()
+    error = ""
+    try:
+        client.km = client.create_kernel_manager()
+        # as JupyterLab's server does, tell the kernel which notebook it runs (netlab names it)
+        client.start_new_kernel(env=dict(os.environ, JPY_SESSION_NAME=path))
+        client.start_new_kernel_client()
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+    except Exception as exc:  # noqa: BLE001 -- a dead kernel or a timeout: report it, go on
+        error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+    return client, nb, error, started, kills_at_start
+
+
+def _row(path, nb, error, started, kills_at_start, label="") -> dict:
+    """The chapter's row, measured now (its kernel shut down or still open, as the mode has it)."""
+    wall = time.monotonic() - started
+    failed, first, freed = _failures(nb)
+    peak = read_int("memory.max_usage_in_bytes", "memory.peak")
+    row = {"chapter": os.path.basename(path), "wall_s": round(wall, 1), "peak_bytes": peak,
+           "ok": not error and not failed, "error": error or first, "failed_cells": failed,
+           "freed": freed, "oom_kills": oom_kills() - kills_at_start,
+           "checks": checks_of(os.path.basename(path)), "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current"),
+           "processes": processes()}
+    print(f"  {label}{row['chapter']}: {wall:.1f} s, peak {peak / 1e6:.0f} MB, OOM kills {row['oom_kills']}"
+          f"{f', cells failed {failed}' if failed else ''} {error or first} {' '.join(freed)}", flush=True)
+    return row
+
+
+def _left_behind() -> list[dict]:
+    time.sleep(2.0)                                   # what a kernel started has two seconds to go
+    return [p for p in processes() if p["what"] not in ("runner", "JupyterLab server") and p["pid"] != os.getpid()]
+
+
 def main(mode, out, pause_s, timeout_s, *notebooks) -> int:
+    if "," in mode:
+        return one_chapter(mode.split(","), out, timeout_s, *notebooks)
     rows, open_clients = [], []
     kills_before = oom_kills()
     keep_open = mode in ("open", "back-to-back")
     for i, path in enumerate(notebooks):
         if mode == "open" and i:
             time.sleep(float(pause_s))
-        nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(nb, timeout=float(timeout_s), kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": os.path.dirname(path)}})
-        reset_peak()
-        kills_at_start = oom_kills()
-        started = time.monotonic()
-        error = ""
-        try:
-            client.km = client.create_kernel_manager()
-            # as JupyterLab's server does, tell the kernel which notebook it runs (netlab names it)
-            client.start_new_kernel(env=dict(os.environ, JPY_SESSION_NAME=path))
-            client.start_new_kernel_client()
-            for index, cell in enumerate(nb.cells):
-                client.execute_cell(cell, index)
-        except Exception as exc:  # noqa: BLE001 -- a dead kernel or a timeout: report it, go on
-            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+        client, nb, error, started, kills_at_start = _run(path, timeout_s)
         if keep_open:
             open_clients.append(client)
         else:
             _shut_down(client)
-        wall = time.monotonic() - started
-        failed, first, freed = _failures(nb)
-        peak = read_int("memory.max_usage_in_bytes", "memory.peak")
-        rows.append({"chapter": os.path.basename(path), "wall_s": round(wall, 1), "peak_bytes": peak,
-                     "ok": not error and not failed, "error": error or first, "failed_cells": failed,
-                     "freed": freed, "oom_kills": oom_kills() - kills_at_start,
-                     "checks": checks_of(os.path.basename(path)), "in_use_after_bytes": read_int("memory.usage_in_bytes", "memory.current"),
-                     "processes": processes()})
-        print(f"  {rows[-1]['chapter']}: {wall:.1f} s, peak {peak / 1e6:.0f} MB, OOM kills {rows[-1]['oom_kills']}"
-              f"{f', cells failed {failed}' if failed else ''} {error or first} {' '.join(freed)}", flush=True)
+        rows.append(_row(path, nb, error, started, kills_at_start))
     end = read_int("memory.usage_in_bytes", "memory.current")
     for client in open_clients:
         _shut_down(client)
-    time.sleep(2.0)                                   # what a kernel started has two seconds to go
-    left = [p for p in processes() if p["what"] not in ("runner", "JupyterLab server") and p["pid"] != os.getpid()]
+    left = _left_behind()
     with open(out, "w") as f:
         json.dump({"chapters": rows, "oom_kills": oom_kills() - kills_before, "end_bytes": end,
                    "left_behind": left}, f, indent=2)
+    return 0
+
+
+def one_chapter(modes: list[str], out: str, timeout_s, path: str) -> int:
+    """Every mode in `modes` for a single chapter, from one run of it. With one chapter the modes run the
+    same steps -- a fresh kernel runs it top to bottom; no pause, as that only comes between chapters --
+    and differ only in when the chapter's row is measured: ``open`` and ``back-to-back`` with its kernel
+    still open, ``alone`` once it is shut down. So it runs once, is measured with its kernel open, shut
+    down, measured again, and each mode's results go to `out` with ``{mode}`` replaced by its name."""
+    kills_before = oom_kills()
+    client, nb, error, started, kills_at_start = _run(path, timeout_s)
+    rows = {}
+    if set(modes) - {"alone"}:
+        rows["open"] = _row(path, nb, error, started, kills_at_start, "kernel open: ")
+        open_end = read_int("memory.usage_in_bytes", "memory.current")
+    _shut_down(client)
+    if "alone" in modes:
+        rows["alone"] = _row(path, nb, error, started, kills_at_start, "kernel shut down: ")
+    alone_end = read_int("memory.usage_in_bytes", "memory.current")
+    left = _left_behind()
+    for mode in modes:
+        row = rows["alone" if mode == "alone" else "open"]
+        with open(out.format(mode=mode), "w") as f:
+            json.dump({"chapters": [row], "oom_kills": oom_kills() - kills_before,
+                       "end_bytes": alone_end if mode == "alone" else open_end, "left_behind": left,
+                       "one_run_for": modes}, f, indent=2)
     return 0
 
 

@@ -12,7 +12,15 @@ postBuild, start):
    machine, so the ``+cpu`` pin is replaced by the same version from the local CPU wheel
    (``torch==2.13.0``) and the ``--extra-index-url`` line is dropped -- the build is otherwise
    Binder's. Binder's base image adds the notebook server packages; ``ipykernel`` and ``nbclient``
-   stand in for them here (a kernel is what runs the chapters);
+   stand in for them here (a kernel is what runs the chapters). The pip that installs them is the
+   current release, as repo2docker's base environment takes conda-forge's current pip
+   (environment.py-3.11.yml), not the older one this Python bundles. It installs with
+   ``--no-compile``: the same packages and files, without the ``.pyc`` of every module (about
+   9,000, most never imported; compiling them all costs more CPU than the rest of the install).
+   Python compiles a module on its first import and leaves its ``.pyc`` for the next (the kernels
+   run without ``PYTHONDONTWRITEBYTECODE``, as on Binder), so what changes is that the first
+   JupyterLab server and kernel in a new environment compile what they import, inside the cgroup:
+   that chapter's peak memory comes out higher for it (about 150 MB at CI size), never lower;
 3. ``binder/postBuild`` (installs netlab itself), then every kernel starts through ``binder/start``
    (its environment variables), pinned to one CPU (``taskset -c 0``), inside a memory cgroup
    limited to ``--memory`` (2 GB, mybinder.org's limit; cgroup v2 or v1, root needed).
@@ -22,7 +30,11 @@ postBuild, start):
    ``--pause`` seconds between chapters (a student reading on) and the pools' idle release at
    ``NETLAB_IDLE_S``; ``back-to-back``, the same without any pause (Run All in one tab, then the
    next: an instructor's demo), where an idle pool gives its ranks back only when another chapter
-   asks for them. Printed per chapter: wall time, the cgroup's peak memory, the cells that failed
+   asks for them. With a single chapter the modes are one and the same run (a fresh kernel runs
+   it; the pause comes only between chapters) and differ only in whether the chapter is measured
+   before or after its kernel is shut down, so it runs once: measured with its kernel open (open,
+   back-to-back), then shut down and measured again (alone), JupyterLab's server started once.
+   Printed per chapter: wall time, the cgroup's peak memory, the cells that failed
    (every cell runs, so each failure is counted), what netlab freed from idle chapters; per mode:
    the OOM kills the cgroup counted and the processes left in it once every kernel was shut down.
 
@@ -93,18 +105,34 @@ def _runtime_python() -> str:
     return shutil.which(runtime) or sys.executable
 
 
+def _bundled_pip(base: str) -> str | None:
+    """The pip wheel that `base` bundles for ensurepip, or None (some distributions' Pythons have none)."""
+    run = subprocess.run([base, "-c", "import ensurepip, glob, os; print(*glob.glob(os.path.join("
+                          "os.path.dirname(ensurepip.__file__), '_bundled', 'pip-*.whl')))"],
+                         capture_output=True, text=True)
+    return (run.stdout.split() or [None])[0] if run.returncode == 0 else None
+
+
 def _install(venv: str) -> None:
     """A fresh virtual environment at `venv` with binder/requirements.txt and the stand-ins installed."""
     shutil.rmtree(venv, ignore_errors=True)
     base = _runtime_python()
     log(f"build: {base} -m venv {venv}  (runtime.txt asks for {os.path.basename(base)})")
-    subprocess.run([base, "-m", "venv", venv], check=True)
+    # pip: a current release, as repo2docker's base environment takes conda-forge's current pip (this
+    # Python bundles an older one, which spends most of the resolution matching wheel tags). The bundled
+    # pip, run from its wheel, installs it into the bare environment, rather than ensurepip installing
+    # the bundled one only to replace it. --no-compile: see the module's docstring.
+    wheel = _bundled_pip(base)
+    subprocess.run([base, "-m", "venv", *(["--without-pip"] if wheel else []), venv], check=True)
     python = os.path.join(venv, "bin", "python")
     req = os.path.join(venv, "requirements-here.txt")
     for change in requirements_here(os.path.join(BINDER, "requirements.txt"), req):
         log(f"build: requirements.txt: {change}")
     started = time.monotonic()
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", "-r", req, *STAND_INS], check=True)
+    install = ["install", "--quiet", "--no-cache-dir", "--no-compile"]
+    subprocess.run([python, *([os.path.join(wheel, "pip")] if wheel else ["-m", "pip"]), *install, "--upgrade", "pip"],
+                   check=True)
+    subprocess.run([python, "-m", "pip", *install, "-r", req, *STAND_INS], check=True)
     log(f"build: requirements installed in {time.monotonic() - started:.0f} s")
 
 
@@ -327,17 +355,24 @@ def main(argv=None) -> int:
     if args.ci:
         env["CI"] = "1"
     env.pop("VIRTUAL_ENV", None)
+    # Binder's container does not set it: a module's first import leaves its .pyc for the next
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     results = {}
     try:
-        for mode in modes:
-            out = os.path.join(out_dir, f"results-{mode}.json")
+        # one chapter: every mode is the same run (a fresh kernel runs it; the pause comes only between
+        # chapters), measured with its kernel open and again once it is shut down: run it once for all
+        runs = [modes] if len(chapters) == 1 and len(modes) > 1 else [[mode] for mode in modes]
+        for group in runs:
+            mode = ",".join(group)
+            out = os.path.join(out_dir, "results-{mode}.json" if len(group) > 1 else f"results-{mode}.json")
             cmd = ["taskset", "-c", args.cpu, os.path.join(BINDER, "start"), python,
                    os.path.join(BINDER, "_run_chapters.py"), mode, out, str(args.pause), str(args.timeout),
                    *[os.path.join(REPO, "labs", c) for c in chapters]]
-            env["NETLAB_MEMORY_LOG"] = os.path.join(out_dir, f"memory-checks-{mode}.jsonl")
+            env["NETLAB_MEMORY_LOG"] = os.path.join(out_dir, f"memory-checks-{'+'.join(group)}.jsonl")
             if os.path.exists(env["NETLAB_MEMORY_LOG"]):
                 os.unlink(env["NETLAB_MEMORY_LOG"])
-            log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}")
+            log(f"\n== {mode}: {len(chapters)} chapters, 1 CPU ({args.cpu}), {args.memory:g} GB cgroup {cg.path}"
+                + (" (one chapter: one run serves every mode)" if len(group) > 1 else ""))
             # join the cgroup, then become the runner: every kernel and rank it starts is inside
             shell = f'echo $$ > {cg.path}/cgroup.procs && exec "$@"'
             server = None if args.no_server else start_server(shell, venv, out_dir, env, args.cpu)
@@ -347,7 +382,9 @@ def main(argv=None) -> int:
                 if server is not None:
                     server.terminate()
                     server.wait(timeout=30)
-            results[mode] = json.load(open(out)) if os.path.exists(out) else {"error": "runner died"}
+            for mode in group:
+                path = out.format(mode=mode) if len(group) > 1 else out
+                results[mode] = json.load(open(path)) if os.path.exists(path) else {"error": "runner died"}
     finally:
         cg.remove()
         if lock is not None:
