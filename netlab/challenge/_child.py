@@ -65,7 +65,7 @@ def _use_forkserver(address: str, pid: int) -> None:
     death.forkserver_exit = forkserver_exit
 
 
-def entry(spec: dict, work: str, result_path: str, out, forkserver_address: str, forkserver_pid: int,
+def entry(spec: dict, work: str, result_path: str, out, *, forkserver_address: str, forkserver_pid: int,
           cpu_s: int) -> None:
     """The target of the entry's process: sandbox itself as ``assignment/sandbox.run_child`` sandboxes a
     process (its own session, `work` as its empty working folder and HOME, the CPU, file-size and core

@@ -78,7 +78,7 @@ def _wait_gone(pid: int, started: str, deadline: float) -> bool:
     return False
 
 
-def judge_one(ctx, forkserver, spec: dict, time_limit_s: float, work_root: str) -> dict:
+def judge_one(ctx, forkserver, spec: dict, time_limit_s: float, *, work_root: str) -> dict:
     """One entry in a process of its own, forked from the fork server; what ``ChildRun`` holds."""
     from . import _child
     forkserver.ensure_running()                          # a fresh one if the last entry's run ended it
@@ -86,8 +86,9 @@ def judge_one(ctx, forkserver, spec: dict, time_limit_s: float, work_root: str) 
     result = os.path.join(work, "result.json")
     out_r, out_w = ctx.Pipe(duplex=False)
     p = ctx.Process(target=_child.entry, name="netlab-challenge-entry",
-                    args=(spec, work, result, out_w, forkserver._forkserver_address, forkserver._forkserver_pid,
-                          int(time_limit_s * 2) + 10))
+                    args=(spec, work, result, out_w),
+                    kwargs=dict(forkserver_address=forkserver._forkserver_address,
+                                forkserver_pid=forkserver._forkserver_pid, cpu_s=int(time_limit_s * 2) + 10))
     started = time.monotonic()
     box: dict = {}
     try:
@@ -263,7 +264,7 @@ def main(reply_fd: int) -> int:
             if not line.strip():
                 continue
             request = json.loads(line)
-            got = judge_one(ctx, server, request["spec"], float(request["time_limit_s"]), work_root)
+            got = judge_one(ctx, server, request["spec"], float(request["time_limit_s"]), work_root=work_root)
             reply.write(json.dumps(got) + "\n")
             reply.flush()
     finally:

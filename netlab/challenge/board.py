@@ -112,7 +112,7 @@ def grade(submissions: str, t, seed: int | None = None, time_limit_s: float | No
         _hosts.append(host)
         try:
             for name, path in listed:
-                rows.append(_row(t, name, path, seed, time_limit_s))
+                rows.append(_row(t, name, path, seed=seed, time_limit_s=time_limit_s))
                 if progress:
                     progress(rows[-1])
         finally:
@@ -120,7 +120,7 @@ def grade(submissions: str, t, seed: int | None = None, time_limit_s: float | No
     return rank_rows(rows)
 
 
-def _row(t: Task, name: str, path: str | None, seed, time_limit_s) -> Row:
+def _row(t: Task, name: str, path: str | None, *, seed, time_limit_s) -> Row:
     if path is None:
         return Row(name, "no entry", f"the folder holds no {SUBMISSION} (nor exactly one .py file)")
     v = judge_file(t, path, seed, time_limit_s)
