@@ -115,8 +115,8 @@ def step_flops(width: int, layers: int, batch: int) -> int:
     linear layer's forward, as much again for its weight gradient and for its input gradient, and no
     input gradient for the first layer (the data needs none); biases, ReLUs and the loss count nothing.
 
-    Written out rather than counted here: counting imports ~800 modules on first use (torch._dynamo,
-    sympy), a second and 69 MB in every process that would count, the pool's fork server among them."""
+    Written out rather than counted here: counting imports torch._dynamo on first use (~800 modules,
+    sympy among them), about a second and 69 MB in a notebook kernel or a command that never trains."""
     check_model(width, layers)
     batch = validate.whole(batch, "batch", 1)
     dims = [64] + [width] * layers + [10]

@@ -44,11 +44,13 @@ from dataclasses import dataclass
 # no cell is refused (binder/emulate.py --modes back-to-back, docs/instructors.md).
 MEMORY_HEADROOM = 150e6
 # The fork server that starts ranks, counted when the run must start one (none is running for this
-# notebook): its anonymous memory, which its ranks share copy-on-write -- torch (143 MB) and netlab's
-# modules, preloaded (preload.py). Measured: 163 MB (Anonymous in /proc/PID/smaps_rollup, torch 2.13
-# CPU, 7 December 2026); it was 215 MB (and this 240 MB) while the preload also imported
-# torch.utils.flop_counter with sympy. tests/test_memory.py holds a real fork server under it. Bytes.
-FORKSERVER_BYTES = 190e6
+# notebook): its anonymous memory, which its ranks share copy-on-write -- torch (143 MB),
+# torch._dynamo with sympy (69 MB: a rank's first optimizer imports it) and netlab's modules, all preloaded
+# (preload.py).
+# Measured: 233 MB (Anonymous in /proc/PID/smaps_rollup, torch 2.13 CPU, 7 December 2026; 215 MB when the
+# preload warmed the FLOP counter rather than an optimizer); tests/test_memory.py holds
+# a real fork server under it. Bytes.
+FORKSERVER_BYTES = 240e6
 # A rank's own memory beyond the tensors it holds (torch's allocator, buffers, the data set): one
 # that trains on the digits data set, and one that only times a step or a collective. Bytes. Ranks
 # are forked from a fork server with torch loaded, so torch's ~200 MB are shared copy-on-write and
@@ -56,7 +58,7 @@ FORKSERVER_BYTES = 190e6
 # benchmarks/rank_memory.py: at most 44 MB per rank in chapter 3's 12-rank parameter-server run (7 MB
 # of it tensors), 21 MB in compressed training, 18 MB in a timed step; these bases keep the estimate
 # 1.5x or more above each, and tests/test_memory.py holds a real run's ranks under it (an 8-rank pool
-# and its fork server grew a memory cgroup by 309 MB: 216 + 240 MB estimated, when the fork server was 215 MB).
+# and its fork server grew a memory cgroup by 309 MB: 216 + 240 MB estimated).
 RANK_BASE = 60e6
 LIGHT_RANK_BASE = 27e6
 # Idle pools of other kernels are asked for their ranks when a run would leave less than this free
