@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 
-KEEP_OUTPUT = 1024             # as assignment/sandbox.py: bytes of an entry's output kept
+from ..assignment.sandbox import KEEP_OUTPUT, _kill_group   # an entry's output kept, as a sandboxed child's
 
 
 def _drain(fd: int, box: dict) -> None:
@@ -49,13 +49,6 @@ def _drain(fd: int, box: dict) -> None:
     finally:
         os.close(fd)
     box["output"], box["bytes"] = kept.decode(errors="replace"), total
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _stat(pid: int) -> tuple[str, str]:
