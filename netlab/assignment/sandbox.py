@@ -123,16 +123,26 @@ def run_child(module: str, spec: dict, time_limit_s: float, env_extra: dict | No
                 return ChildRun(result=json.load(f), why="", seconds=seconds, output=output, output_bytes=nbytes)
         if timed_out and answer_started is None:
             why = f"the grading process did not start within {START_LIMIT} s (the machine is overloaded?)"
-        elif timed_out:
-            why = f"time limit of {time_limit_s:g} s exceeded (an endless loop, or a deadlock the check missed?)"
-        elif proc.returncode < 0:
-            why = (f"the grading process was killed by {signal.Signals(-proc.returncode).name} "
-                   "(did the answer kill its own process, or run out of memory or CPU time?)")
         else:
-            why = f"the grading process exited with status {proc.returncode} before the check finished (os._exit?)"
-        tail = output.strip().splitlines()[-1:] if output.strip() else []
-        return ChildRun(result=None, why=why + (f"; last output: {tail[0][:200]}" if tail else ""), seconds=seconds,
+            why = why_ended(proc.returncode, timed_out=timed_out, time_limit_s=time_limit_s)
+        return ChildRun(result=None, why=with_last_output(why, output), seconds=seconds,
                         output=output, output_bytes=nbytes)
+
+
+def why_ended(returncode: int | None, *, timed_out: bool, time_limit_s: float) -> str:
+    """Why a grading process left no verdict: it ran out of time, was killed by a signal, or exited."""
+    if timed_out:
+        return f"time limit of {time_limit_s:g} s exceeded (an endless loop, or a deadlock the check missed?)"
+    if returncode < 0:
+        return (f"the grading process was killed by {signal.Signals(-returncode).name} "
+                "(did the answer kill its own process, or run out of memory or CPU time?)")
+    return f"the grading process exited with status {returncode} before the check finished (os._exit?)"
+
+
+def with_last_output(why: str, output: str) -> str:
+    """`why`, and the last line the process printed, if any (200 characters at most)."""
+    tail = output.strip().splitlines()[-1:] if output.strip() else []
+    return why + (f"; last output: {tail[0][:200]}" if tail else "")
 
 
 def run_answer(chapter: str, source: str, origin: str, seed: int | None, *, time_limit_s: float) -> SandboxedCheck:

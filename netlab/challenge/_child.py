@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import types
-
-FILE_LIMIT = 64 << 20          # as assignment/sandbox.py: bytes any one file written by the entry may reach
 
 
 def judge_spec(spec: dict) -> dict:
@@ -78,9 +75,8 @@ def entry(spec: dict, work: str, result_path: str, out, *, forkserver_address: s
     os.mkdir(home)
     os.chdir(home)                                         # its ranks start here too (multiprocessing's prepare)
     os.environ.update(HOME=home, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", MPLBACKEND="Agg")
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    from netlab.assignment.sandbox import _limits
+    _limits(cpu_s)()                                       # the sandbox's own core, file-size and CPU limits
     _use_forkserver(forkserver_address, forkserver_pid)
     from netlab.runtime import pool, rundir
     out_ = judge_spec(spec)

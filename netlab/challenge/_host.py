@@ -27,13 +27,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
 import time
 
-from ..assignment.sandbox import KEEP_OUTPUT, _kill_group   # an entry's output kept, as a sandboxed child's
+from ..assignment.sandbox import KEEP_OUTPUT, _kill_group, why_ended, with_last_output
+from ..runtime import death
 
 
 def _drain(fd: int, box: dict) -> None:
@@ -51,21 +51,10 @@ def _drain(fd: int, box: dict) -> None:
     box["output"], box["bytes"] = kept.decode(errors="replace"), total
 
 
-def _stat(pid: int) -> tuple[str, str]:
-    """(state, start time) of process `pid` from /proc ("", "" when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return fields[0].decode(), fields[19].decode()
-    except (OSError, IndexError):
-        return "", ""
-
-
-def _wait_gone(pid: int, started: str, deadline: float) -> bool:
+def _wait_gone(pid: int, started: str | None, deadline: float) -> bool:
     """Wait until process `pid` (started at `started`) has exited (or is a zombie); False at the deadline."""
     while time.monotonic() < deadline:
-        state, start = _stat(pid)
-        if not start or start != started or state in ("Z", "X"):
+        if not death.running(pid, started):
             return True
         time.sleep(0.1)
     return False
@@ -98,7 +87,7 @@ def judge_one(ctx, forkserver, spec: dict, time_limit_s: float, *, work_root: st
         if p.exitcode == 255 and not os.path.exists(result):
             # multiprocessing's word for "the fork server died" (an entry's rank killed it, say): the entry's
             # process, no longer anyone's to report, may still be running and writing its verdict
-            timed_out = not _wait_gone(p.pid, _stat(p.pid)[1], started + time_limit_s)
+            timed_out = not _wait_gone(p.pid, death.start_time(p.pid), started + time_limit_s)
     finally:
         _kill_group(p.pid)                               # anything the entry started in its session
         p.join()
@@ -111,18 +100,11 @@ def judge_one(ctx, forkserver, spec: dict, time_limit_s: float, *, work_root: st
                 return {"result": json.load(f), "why": "", "seconds": seconds, "output": output, "output_bytes": nbytes}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    code = p.exitcode
-    if timed_out:
-        why = f"time limit of {time_limit_s:g} s exceeded (an endless loop, or a deadlock the check missed?)"
-    elif code is not None and code < 0:
-        why = (f"the grading process was killed by {signal.Signals(-code).name} "
-               "(did the answer kill its own process, or run out of memory or CPU time?)")
-    elif code == 255:                                    # the fork server died, and then so did the entry's process
+    if p.exitcode == 255 and not timed_out:              # the fork server died, and then so did the entry's process
         why = "the grading process ended, and its fork server with it (did the entry kill them?)"
     else:
-        why = f"the grading process exited with status {code} before the check finished (os._exit?)"
-    tail = output.strip().splitlines()[-1:] if output.strip() else []
-    return {"result": None, "why": why + (f"; last output: {tail[0][:200]}" if tail else ""), "seconds": seconds,
+        why = why_ended(p.exitcode, timed_out=timed_out, time_limit_s=time_limit_s)
+    return {"result": None, "why": with_last_output(why, output), "seconds": seconds,
             "output": output, "output_bytes": nbytes}
 
 
