@@ -380,13 +380,14 @@ def test_model_agrees_with_linux_within_a_quarter():
     the RTO: 30 rounds with two or fewer such rounds, one run in eight, give more than two thirds of the
     link; those rounds are counted below, against a binomial band.)"""
     setup = dict(block="64K", bandwidth="100Mbit/s", buffer="32K", transport="cubic", rounds=30)
-    fractions = {}
+    fractions, typical = {}, {}
     for n in (4, 8, 16, 32):
         for rto in ("200ms", "1ms"):
             if n in (4, 8) and rto == "200ms":
                 continue
-            fractions[n, rto] = (kernel_incast(senders=n, rto_min=rto, **setup)["link_fraction"],
-                                 linux.model(senders=n, rto_min=rto, **setup)["link_fraction"])
+            runs = kernel_incast(senders=n, rto_min=rto, **setup), linux.model(senders=n, rto_min=rto, **setup)
+            fractions[n, rto] = tuple(r["link_fraction"] for r in runs)
+            typical[n, rto] = tuple(r["ideal_round_s"] / r["completion_s"]["p50"] for r in runs)
     for key in AGREE:
         real, model = fractions[key]
         assert model == pytest.approx(real, rel=0.25), fractions
@@ -394,7 +395,13 @@ def test_model_agrees_with_linux_within_a_quarter():
         for k in (0, 1):                     # Linux, then the model
             slow, fast = fractions[n, "200ms"][k], fractions[n, "1ms"][k]
             assert slow < 2 / 3 and fast > 0.8 and fast >= 1.3 * slow, fractions
-    assert min(fractions[8, "1ms"]) > 0.9, fractions
+    # N = 8 recovers: its median round runs at more than 90 % of the link (99 % in docs/fabric.md's table).
+    # The median, not the mean: under the suite's full load the 30-round mean fell to 83 % and 85 % in two
+    # of about twenty runs, where a few slow rounds (about 200 ms lost in all) weigh on a 1.3 s mean. The
+    # median fails only if 15 of the 30 rounds are slow (below 90 %): with one round in ten slow,
+    # independently, P = 4e-8 (the exact binomial tail); it reaches 1e-4 at about one round in five.
+    eight = kernel_incast(senders=8, rto_min="1ms", **setup)
+    assert min(typical[8, "1ms"]) > 0.9, (typical, eight["round_s"], eight["timeouts"])
 
 
 # Where a round either waits out the RTO or not (RTOmin 200 ms, N = 4 and 8), the share of rounds that wait is
