@@ -23,6 +23,7 @@ Left out: moving data (``Comm`` posts the gloo sends and receives) and the trace
 """
 from __future__ import annotations
 
+import struct
 import time
 from collections import defaultdict
 
@@ -45,7 +46,7 @@ def _header(start: float, n: int) -> torch.Tensor:
 
 def _packed(start: float, n: int, tensor: torch.Tensor) -> torch.Tensor:
     buf = torch.empty(_HEADER + nbytes_of(tensor), dtype=torch.uint8)
-    buf[:_HEADER].view(torch.float64).copy_(_header(start, n))
+    struct.pack_into("=dd", buf.numpy(), 0, start, n)        # the two float64 of _header, without a tensor
     buf[_HEADER:].copy_(tensor.reshape(-1).view(torch.uint8))
     return buf
 
@@ -159,7 +160,8 @@ class VirtualClock:
     def complete(self, req) -> None:
         if req.kind == "recv":
             req._arrive(1)                             # the header: when and how much was sent
-            start, sent = float(req.header[0]), int(req.header[1])
+            start, sent = req.header.tolist()
+            sent = int(sent)
             _check_size(self.rank, req, sent)
             cls = self.network.link_class(req.peer, self.rank)
             link = self.network.link(req.peer, self.rank)
