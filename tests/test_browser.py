@@ -107,16 +107,20 @@ class Clock:
         return "\n".join(rows)
 
 
-STARTUP = {}                                           # the module fixtures' start-up seconds, reported once
+STARTUP = {}                                           # the fixtures' start-up seconds, reported once
 
 # No xdist_group: under `pytest -n 2 --dist loadgroup` the chapters are spread over the workers one by one,
-# and each worker that gets one starts its own JupyterLab and Chromium (the module fixtures below: about
-# 10 s of CPU and 0.9 GB while they run; their own port, temporary folders and browser profile; the
-# screenshots and timings are named by chapter). One group would make the file one unit of 5-7 minutes
-# that the scheduler cannot split, whenever it starts; apart, the longest unit is chapter 4 (2-3 minutes).
+# and each worker that gets one starts its own JupyterLab and Chromium (the fixtures below: about 10 s of
+# CPU and 0.9 GB; their own port, temporary folders and browser profile; the screenshots and timings are
+# named by chapter). One group would make the file one unit of 5-7 minutes that the scheduler cannot split,
+# whenever it starts; apart, the longest unit is chapter 4 (2-3 minutes). JupyterLab's server lasts the
+# worker's session, not the module: a worker runs other files between its chapters, and a module fixture
+# was started again for each of the nine chapters. Chromium cannot: Playwright's sync API keeps its event
+# loop running in the thread while it is started, and every later test there that calls asyncio.run (an
+# nbclient run, a kernel client) would fail.
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab():
     reason = unavailable()
     if reason:
