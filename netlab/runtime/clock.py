@@ -34,6 +34,7 @@ from ..net.port import PortCalendar
 
 PACK_BYTES = 1 << 20        # virtual time: payloads up to this size travel in one message with their header
 _HEADER = 16                # two float64: the sender's start time and the message's bytes
+_HEADER_STRUCT = struct.Struct("=dd")
 
 
 def nbytes_of(tensor: torch.Tensor) -> int:
@@ -46,7 +47,7 @@ def _header(start: float, n: int) -> torch.Tensor:
 
 def _packed(start: float, n: int, tensor: torch.Tensor) -> torch.Tensor:
     buf = torch.empty(_HEADER + nbytes_of(tensor), dtype=torch.uint8)
-    struct.pack_into("=dd", buf.numpy(), 0, start, n)        # the two float64 of _header, without a tensor
+    _HEADER_STRUCT.pack_into(buf.numpy(), 0, start, n)       # the two float64 of _header, without a tensor
     buf[_HEADER:].copy_(tensor.reshape(-1).view(torch.uint8))
     return buf
 
