@@ -61,7 +61,7 @@ lab: install
 # (681 s against 595-697 s in all, after the suite's CPU was cut to 1,105-1,302 s). Each chapter executes once: one worker runs the notebooks (nbval), then
 # the tests that use them (the site, the torch check: group "chapters", tests/chapter_runs.py, which records
 # nbval's execution for them); each browser chapter is a unit of its own; every other file stays whole on one
-# worker, as with --dist loadfile (a file's module fixtures, JupyterLab's say, are built once); the longest
+# worker, as with --dist loadfile (a file's module fixtures are built once); the longest
 # units start first. The real-kernel, browser and Binder tests' bounds were derived on a loaded machine
 # (load 10-30), which is what the other workers make; the real kernel's testbed raises its own priority.
 # make quick computes without waiting: two workers, unless WORKERS is given.
