@@ -1,4 +1,4 @@
-"""tools/install_torch.py: the pip command lines per platform (a dry run: nothing is downloaded)."""
+"""tools/install_torch.py: the uv and pip command lines per platform (a dry run: nothing is downloaded)."""
 import os
 import subprocess
 import sys
@@ -8,10 +8,22 @@ import pytest
 TOOL = os.path.join(os.path.dirname(__file__), "..", "tools", "install_torch.py")
 
 
-def dry(*args, env=None):
+def dry(*args, env=None, uv=False):
+    """(exit status, the pip lines or the 'kept' line (uv's too with uv=True), stderr)."""
     out = subprocess.run([sys.executable, TOOL, "--dry-run", *args], capture_output=True, text=True,
                          env=dict(os.environ, **(env or {})), timeout=60)
-    return out.returncode, out.stdout.strip().splitlines(), out.stderr
+    lines = out.stdout.strip().splitlines()
+    return out.returncode, lines if uv else [ln for ln in lines if not ln.startswith("uv ")], out.stderr
+
+
+def test_uv_tries_the_cpu_index_alone_then_pips_sources_before_pip_and_not_with_netlab_pip():
+    rc, lines, _ = dry("--platform", "linux", "--installed", "none", uv=True)
+    assert lines[:2] == ["uv pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0",
+                         "uv pip install torch==2.13.0"] and len(lines) == 4
+    rc, lines, _ = dry("--platform", "darwin", "--installed", "none", uv=True)
+    assert lines[0] == "uv pip install torch==2.13.0" and len(lines) == 2
+    rc, lines, _ = dry("--platform", "linux", "--installed", "none", env={"NETLAB_PIP": "1"}, uv=True)
+    assert len(lines) == 2 and not any(ln.startswith("uv ") for ln in lines)
 
 
 def test_linux_tries_the_cpu_index_first_then_the_default_index():

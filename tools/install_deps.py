@@ -65,42 +65,63 @@ def torch_pin() -> str | None:
         return None
 
 
+def uv_command(requirements: list[str], sources: list[str], constraint: list[str]) -> list[str]:
+    uv = uv_binary() or shutil.which("uv") or "uv"
+    return [uv, "pip", "install", "--quiet", "--python", sys.executable, "--compile-bytecode",
+            "--index-strategy", "unsafe-best-match", *sources, *constraint, *requirements]
+
+
+def uv_install(requirements: list[str], *, index: str | None = None, hold_torch: bool = True,
+               env_extra: dict | None = None) -> bool:
+    """``uv pip install`` `requirements` into this environment; True if uv installed them, False (and why, on
+    stderr) if it could not be had or did not install. The sources are pip's configured ones, or, with
+    `index`, that index alone (pip's constraint still applies). hold_torch: the installed torch is kept."""
+    try:
+        if uv_binary() is None:
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "uv"], check=True, timeout=300)
+        config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                                check=True).stdout
+        sources, cert = pip_settings(config)
+        if index is not None:
+            sources = [a for pair in zip(sources[::2], sources[1::2]) if pair[0] == "--constraint" for a in pair]
+            sources = ["--index-url", index, *sources]
+        env = dict(os.environ, **(env_extra or {}))
+        if cert and "SSL_CERT_FILE" not in env:
+            env["SSL_CERT_FILE"] = cert
+        with tempfile.TemporaryDirectory() as tmp:
+            pin = torch_pin() if hold_torch else None
+            constraint = []
+            if pin:
+                path = os.path.join(tmp, "torch.txt")
+                with open(path, "w") as f:
+                    f.write(pin + "\n")
+                constraint = ["--constraint", path]
+            run = subprocess.run(uv_command(requirements, sources, constraint), env=env, timeout=1800,
+                                 stderr=subprocess.PIPE, text=True)
+        if run.returncode != 0:
+            why = [line.strip() for line in run.stderr.splitlines() if line.strip()]
+            raise subprocess.SubprocessError(why[-1] if why else f"exit status {run.returncode}")
+        return True
+    except (OSError, subprocess.SubprocessError, TypeError) as exc:
+        print(f"install: uv did not install {' '.join(requirements)}"
+              f"{' from ' + index if index else ''} ({exc})", file=sys.stderr)
+        return False
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dry-run", action="store_true")
     args, requirements = p.parse_known_args(argv)      # the rest are pip install's arguments: -e ".[lab,dev]"
-    args.requirements = requirements
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", *args.requirements]
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", *requirements]
     if args.dry_run:
         print(shlex.join([sys.executable, "-m", "pip", "install", "--quiet", "uv"]))
-        print(shlex.join(["uv", "pip", "install", "--python", sys.executable, "...", *args.requirements]))
+        print(shlex.join(["uv", "pip", "install", "--python", sys.executable, "...", *requirements]))
         print(shlex.join(pip))
         return 0
     if os.environ.get("NETLAB_PIP") != "1":
-        try:
-            if uv_binary() is None:
-                subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "uv"], check=True, timeout=300)
-            config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                                    check=True).stdout
-            sources, cert = pip_settings(config)
-            env = dict(os.environ)
-            if cert and "SSL_CERT_FILE" not in env:
-                env["SSL_CERT_FILE"] = cert
-            with tempfile.TemporaryDirectory() as tmp:
-                pin = torch_pin()
-                constraint = []
-                if pin:
-                    path = os.path.join(tmp, "torch.txt")
-                    with open(path, "w") as f:
-                        f.write(pin + "\n")
-                    constraint = ["--constraint", path]
-                uv = uv_binary() or shutil.which("uv")
-                subprocess.run([uv, "pip", "install", "--quiet", "--python", sys.executable, "--compile-bytecode",
-                                "--index-strategy", "unsafe-best-match", *sources, *constraint, *args.requirements],
-                               check=True, env=env, timeout=1800)
+        if uv_install(requirements):
             return 0
-        except (OSError, subprocess.SubprocessError, TypeError) as exc:
-            print(f"install_deps: uv did not install ({exc}); installing with pip instead", file=sys.stderr)
+        print("install_deps: installing with pip instead", file=sys.stderr)
     return subprocess.run(pip).returncode
 
 

@@ -8,6 +8,10 @@ So, run with the environment's own python:
   for this Python -- fail fast (short ``--timeout``, no retries) and fall back to the default
   index: ``pip install torch==X``.
 * macOS and Windows: the default index; its wheels there are CPU-only already.
+* Each of those with uv first (``install_deps.uv_install``: ``pip install uv``, then ``uv pip install``,
+  which unpacks torch's 800 MB in about 10 s where pip takes 20): PyPI's CPU index alone (no retries, a
+  10 s timeout), then the indexes and find-links pip is configured with; pip's lines above if uv cannot
+  be had or installs nothing. ``NETLAB_PIP=1`` skips uv.
 * A torch that is already installed and satisfies what netlab needs (pyproject's ``torch>=...``,
   or the exact ``--torch`` spec when one was asked for with ``--exact``) is kept, whatever its
   build: no download, nothing replaced.
@@ -79,6 +83,15 @@ def plan(torch: str, platform: str, installed: str | None, index: str = CPU_INDE
     return [default]
 
 
+def uv_sources(platform: str, index: str) -> list[str | None]:
+    """What uv tries, in order: the CPU index alone (Linux), then pip's configured sources (None)."""
+    return ([index] if platform.startswith("linux") and index else []) + [None]
+
+
+def uv_line(torch: str, index: str | None) -> list[str]:
+    return ["uv", "pip", "install", *(["--index-url", index] if index else []), torch]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torch", default=os.environ.get("TORCH") or DEFAULT_TORCH,
@@ -98,10 +111,22 @@ def main(argv=None) -> int:
     if not steps:
         print(f"install_torch: torch {installed} is already installed and compatible: kept")
         return 0
+    use_uv = os.environ.get("NETLAB_PIP") != "1"
     if args.dry_run:
+        for index in uv_sources(args.platform, args.index) if use_uv else []:
+            print(shlex.join(uv_line(args.torch, index)))
         for step in steps:
             print(shlex.join(step))
         return 0
+    if use_uv:
+        sys.path.insert(0, HERE)
+        import install_deps
+        for index in uv_sources(args.platform, args.index):
+            print("install_torch:", shlex.join(uv_line(args.torch, index)), flush=True)
+            fast = {"UV_HTTP_TIMEOUT": "10", "UV_HTTP_RETRIES": "0"} if index else {}
+            if install_deps.uv_install([args.torch], index=index, hold_torch=False, env_extra=fast):
+                return 0
+        print("install_torch: installing with pip instead", flush=True)
     for i, step in enumerate(steps):
         print("install_torch:", shlex.join(step), flush=True)
         if subprocess.run(step).returncode == 0:
