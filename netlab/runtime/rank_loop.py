@@ -32,10 +32,11 @@ def _leave_with_group() -> None:
 
 def _status_writer(buffer, rank: int):
     lo = rank * STATUS_BYTES
+    view = memoryview(buffer).cast("B")              # one memcpy (a ctypes array's slice is set byte by byte)
 
     def write(text: str) -> None:                    # hot path: a few bytes and a NUL, no padding
         data = text.encode()[:STATUS_BYTES - 1] + b"\0"
-        buffer[lo:lo + len(data)] = data
+        view[lo:lo + len(data)] = data
     return write
 
 
