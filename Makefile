@@ -58,7 +58,7 @@ lab: install
 # Three pytest workers on two cores (--dist loadgroup, tests/scheduling.py): a third of the suite's wall time is
 # waiting (real links, the browser, rank timeouts), which a third worker fills: 805 s of pytest, Binder built cold, where two workers
 # took 1,033 s on the same suite but for the testbed's priority (7 December, fresh clones); four took longer than three
-# (681 s against 595-854 s in all over nine runs, 1,105-1,597 CPU s: the machine's speed moved the most). Each chapter executes once: one worker runs the notebooks (nbval), then
+# (681 s against 595-860 s in all over ten runs, 1,105-1,625 CPU s: the machine's speed moved the most). Each chapter executes once: one worker runs the notebooks (nbval), then
 # the tests that use them (the site, the torch check: group "chapters", tests/chapter_runs.py, which records
 # nbval's execution for them); each browser chapter is a unit of its own; every other file stays whole on one
 # worker, as with --dist loadfile (a file's module fixtures are built once); the longest
