@@ -82,9 +82,10 @@ def uv_install(requirements: list[str], *, index: str | None = None, hold_torch:
         config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
                                 check=True).stdout
         sources, cert = pip_settings(config)
-        if index is not None:
-            sources = [a for pair in zip(sources[::2], sources[1::2]) if pair[0] == "--constraint" for a in pair]
-            sources = ["--index-url", index, *sources]
+        if index is not None:                        # that index alone, under pip's constraints
+            pairs = zip(sources[::2], sources[1::2])
+            sources = ["--index-url", index] + [arg for flag, value in pairs if flag == "--constraint"
+                                                for arg in (flag, value)]
         env = dict(os.environ, **(env_extra or {}))
         if cert and "SSL_CERT_FILE" not in env:
             env["SSL_CERT_FILE"] = cert
